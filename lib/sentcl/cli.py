@@ -1,0 +1,58 @@
+"""The ``sentcl`` command line.
+
+Each command group lives beside the code it drives and registers itself here:
+``sentcl data ...`` (:mod:`sentcl.data.cli`), ``sentcl evaluate ...``
+(:mod:`sentcl.evaluation.cli`) and ``sentcl reproduce`` (:mod:`sentcl.runner`).
+A :class:`~sentcl.errors.SentclError` is printed as one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+from .errors import SentclError
+
+# (command, module, help); each module defines ``register(subparsers)`` that adds its
+# parser and sets ``func`` (called with the parsed arguments, returns an exit status).
+COMMANDS = [
+    ("data", "sentcl.data.cli", "inspect, check and download datasets"),
+    ("evaluate", "sentcl.evaluation.cli", "evaluate a sentence encoder (STS, retrieval)"),
+    ("reproduce", "sentcl.runner", "run the chapter notebooks with papermill and build the book"),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sentcl", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"sentcl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module, help_ in COMMANDS:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # a real missing dependency inside the module
+                raise
+            continue  # that command group is not part of this build yet
+        mod.register(sub, name=name, help=help_)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status = args.func(args)
+    except SentclError as exc:
+        print(f"sentcl: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sentcl: interrupted", file=sys.stderr)
+        return 130
+    return int(status or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

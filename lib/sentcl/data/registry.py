@@ -1,0 +1,170 @@
+"""The dataset registry: one YAML file per dataset in ``data/registry/``, plus the loaders.
+
+A registry entry says where a dataset comes from, under which licence, which splits it
+has, which files of the data root hold each split and how many records each split must
+give. A loader is a function registered with :func:`loader` under the dataset's name; it
+reads the split's original files (listed in the entry, found under
+``<data root>/<folder>/``) and returns one of the record types of
+:mod:`sentcl.data.records`.
+
+Entry schema (``data/registry/<name>.yaml``)::
+
+    name: stsbenchmark            # the key used everywhere (file name without .yaml)
+    title: STS Benchmark
+    kind: scored_pairs            # scored_pairs | labelled_pairs | triplets | retrieval | sentences
+    folder: stsbenchmark          # folder under the data root
+    papers: [mnrl_sbert, bsc]     # chapters that use it
+    source: https://...           # the original distribution
+    citation: Cer et al. 2017 ... # who to cite
+    licence: CC BY-SA 4.0 (scores); texts under their sources' licences
+    splits:
+      test:
+        files: [sts-test.csv]     # relative to the folder
+        count: 1379               # records the loader must return
+        dropped: {}               # what the format defines as droppable, reason -> count
+    download:                     # how `sentcl data download` fills the folder
+      - url: https://...
+        sha256: ...               # when known
+        extract: [...]            # members to keep, optional
+    notes: free text shown in the datasets appendix
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from ..errors import ConfigError, DataMissingError
+from ..paths import data_root, resource
+
+KINDS = ("scored_pairs", "labelled_pairs", "triplets", "retrieval", "sentences")
+
+# name -> function(entry: DatasetInfo, split: str, files: list[Path], **options) -> record
+# ``files`` are the split's files from the registry, resolved under the data root.
+LOADERS: dict[str, Callable[..., Any]] = {}
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    files: tuple[str, ...]
+    count: int | None
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    title: str
+    kind: str
+    folder: str
+    papers: tuple[str, ...]
+    source: str
+    citation: str
+    licence: str
+    splits: dict[str, SplitInfo]
+    download: tuple[dict, ...] = ()
+    notes: str = ""
+
+    def split(self, split: str | None) -> str:
+        """Resolve ``split`` (None means the dataset's only split, or 'test')."""
+        if split is None:
+            if len(self.splits) == 1:
+                return next(iter(self.splits))
+            if "test" in self.splits:
+                return "test"
+            raise ConfigError(f"{self.name}: choose a split from {sorted(self.splits)}")
+        if split not in self.splits:
+            raise ConfigError(f"{self.name} has no split {split!r}; valid: {sorted(self.splits)}")
+        return split
+
+
+def _parse_entry(path: Path) -> DatasetInfo:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    required = ("name", "title", "kind", "folder", "source", "licence", "splits")
+    missing = [k for k in required if k not in raw]
+    if missing:
+        raise ConfigError(f"{path}: registry entry lacks {missing}")
+    if raw["name"] != path.stem:
+        raise ConfigError(f"{path}: name {raw['name']!r} differs from the file name")
+    if raw["kind"] not in KINDS:
+        raise ConfigError(f"{path}: kind {raw['kind']!r} is not one of {KINDS}")
+    splits = {
+        s: SplitInfo(
+            files=tuple(v.get("files", ())),
+            count=v.get("count"),
+            dropped=dict(v.get("dropped") or {}),
+        )
+        for s, v in raw["splits"].items()
+    }
+    return DatasetInfo(
+        name=raw["name"],
+        title=raw["title"],
+        kind=raw["kind"],
+        folder=raw["folder"],
+        papers=tuple(raw.get("papers", ())),
+        source=raw["source"],
+        citation=raw.get("citation", ""),
+        licence=raw["licence"],
+        splits=splits,
+        download=tuple(raw.get("download") or ()),
+        notes=raw.get("notes", ""),
+    )
+
+
+@functools.cache
+def registry() -> dict[str, DatasetInfo]:
+    """Every registered dataset, by name, in alphabetical order."""
+    folder = resource("registry")
+    return {p.stem: _parse_entry(p) for p in sorted(folder.glob("*.yaml"))}
+
+
+def info(name: str) -> DatasetInfo:
+    """The registry entry of one dataset; an unknown name lists the valid ones."""
+    reg = registry()
+    if name not in reg:
+        raise ConfigError(f"unknown dataset {name!r}; registered: {', '.join(reg)}")
+    return reg[name]
+
+
+def loader(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a loader function under one or more dataset names."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for n in names:
+            if n in LOADERS:
+                raise RuntimeError(f"two loaders registered for {n!r}")
+            LOADERS[n] = fn
+        return fn
+
+    return register
+
+
+def load(name: str, split: str | None = None, data_dir: str | Path | None = None, **options: Any):
+    """Load one split of a registered dataset from the data root.
+
+    ``data_dir`` (or ``$SENTCL_DATA``) is the data root; the dataset is read from its
+    ``folder``. Raises :class:`~sentcl.errors.DataMissingError` naming the missing
+    folder or file, and :class:`~sentcl.errors.DataFormatError` (file:line) on bad input.
+    """
+    from . import loaders  # noqa: F401  (importing registers every loader)
+
+    entry = info(name)
+    split = entry.split(split)
+    root = data_root(data_dir)
+    folder = root / entry.folder
+    if not folder.is_dir():
+        raise DataMissingError(f"{name}: folder {folder} not found (see `sentcl data download {name}`)")
+    files = [folder / f for f in entry.splits[split].files]
+    for f in files:
+        if not f.exists():
+            raise DataMissingError(f"{name}/{split}: file {f} not found")
+    if name not in LOADERS:
+        raise ConfigError(f"{name} is registered but has no loader")
+    return LOADERS[name](entry, split, files, **options)
