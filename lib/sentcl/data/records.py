@@ -1,8 +1,9 @@
 """The few record types every loader returns.
 
 Every record knows which dataset and split it came from, which files were read
-(``sources``), and what the format told us to drop (``dropped``: reason -> count),
-so nothing disappears silently.
+(``sources``), what the format told us to drop (``dropped``: reason -> count), so
+nothing disappears silently, and whether it is the project's own sample data
+(``sample``).
 
 - :class:`ScoredPairs`: sentence pairs with a gold similarity score (STS12-16, STS-B,
   SICK-R, Chinese STS-B). ``subsets`` names the file/genre of each row so STS12-16 can
@@ -30,10 +31,15 @@ class _Record:
     split: str
     sources: list[str] = field(default_factory=list, kw_only=True)
     dropped: dict[str, int] = field(default_factory=dict, kw_only=True)
+    # True when read from the project's own sample data (data/samples), never real data:
+    # everything built on it is labelled "sample data" where it is shown.
+    sample: bool = field(default=False, kw_only=True)
 
     def describe(self) -> str:
         """One line: name, split, size and what was dropped."""
         text = f"{self.name}/{self.split}: {len(self)} {type(self).__name__}"
+        if self.sample:
+            text += " [sample data]"
         if self.dropped:
             text += " (dropped: " + ", ".join(f"{k} {v}" for k, v in self.dropped.items()) + ")"
         return text

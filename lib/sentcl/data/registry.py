@@ -41,6 +41,8 @@ import yaml
 from ..errors import ConfigError, DataMissingError
 from ..paths import data_root, resource
 
+SAMPLE_MARKER = "SAMPLE_DATA.md"  # present at the top of data/samples, a data root of sample data
+
 KINDS = ("scored_pairs", "labelled_pairs", "triplets", "retrieval", "sentences")
 
 # name -> function(entry: DatasetInfo, split: str, files: list[Path], **options) -> record
@@ -167,4 +169,12 @@ def load(name: str, split: str | None = None, data_dir: str | Path | None = None
             raise DataMissingError(f"{name}/{split}: file {f} not found")
     if name not in LOADERS:
         raise ConfigError(f"{name} is registered but has no loader")
-    return LOADERS[name](entry, split, files, **options)
+    record = LOADERS[name](entry, split, files, **options)
+    record.sample = (root / SAMPLE_MARKER).exists()
+    return record
+
+
+def samples_root() -> Path:
+    """``data/samples``: a data root in the same layout and formats as the real one,
+    holding small datasets the project writes itself (smoke profile, offline fallback)."""
+    return resource("samples")

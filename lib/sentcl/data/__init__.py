@@ -1,0 +1,21 @@
+"""Datasets: one local layout, a registry, loaders into a few record types.
+
+``load(name, split, data_dir)`` reads a registered dataset from a data root (the layout
+of ``../shared/data``); ``samples_root()`` is the project's own small sample data root.
+"""
+
+from .records import LabelledPairs, RetrievalSet, ScoredPairs, Sentences, Triplets
+from .registry import DatasetInfo, info, load, registry, samples_root
+
+__all__ = [
+    "DatasetInfo",
+    "LabelledPairs",
+    "RetrievalSet",
+    "ScoredPairs",
+    "Sentences",
+    "Triplets",
+    "info",
+    "load",
+    "registry",
+    "samples_root",
+]

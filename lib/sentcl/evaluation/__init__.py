@@ -1,0 +1,1 @@
+"""Evaluators working from cached embeddings: STS, retrieval, pair classification, geometry."""

@@ -1,0 +1,1 @@
+"""Contrastive and classification losses: a functional core on embeddings plus a sentence-transformers-compatible module."""
