@@ -36,7 +36,7 @@ $(VENV)/.installed: pyproject.toml requirements/lock.txt requirements/torch.txt
 	else \
 	  $(BIN)/uv pip install --python $(BIN)/python --index-url "$(TORCH_INDEX)" "$(TORCH)"; \
 	fi
-	$(BIN)/uv pip install --python $(BIN)/python -c requirements/lock.txt -e ".[$(EXTRAS)]"
+	$(BIN)/uv pip install --compile-bytecode --python $(BIN)/python -c requirements/lock.txt -e ".[$(EXTRAS)]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 

@@ -16,7 +16,7 @@ def data_root(data_dir: str | os.PathLike | None = None, required: bool = True) 
     """The data root: ``data_dir`` if given, else ``$SENTCL_DATA``.
 
     The data root holds one folder per dataset in the layout of ``../shared/data`` (see
-    ``data/registry.yaml``). With ``required=False`` a missing setting returns ``None``
+    ``data/registry/``). With ``required=False`` a missing setting returns ``None``
     (callers then fall back to ``data/samples`` and say so).
     """
     chosen = data_dir if data_dir not in (None, "") else os.environ.get(DATA_ENV) or None

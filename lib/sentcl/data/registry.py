@@ -23,10 +23,15 @@ Entry schema (``data/registry/<name>.yaml``)::
         count: 1379               # records the loader must return
         dropped: {}               # what the format defines as droppable, reason -> count
     download:                     # how `sentcl data download` fills the folder
-      - url: https://...
-        sha256: ...               # when known
-        extract: [...]            # members to keep, optional
+      - action: extract           # save | extract | sts_paste | paste_columns | split_rows
+        url: https://...          #   | head_lines | requires (see sentcl.data.download)
+        sha256: ...               # of the fetched file, when known
+        members: {stsbenchmark/sts-test.csv: sts-test.csv}
     notes: free text shown in the datasets appendix
+
+``count: null`` means the expected count is unknown (``sentcl data check`` then reports
+the split as UNCHECKED); ``folder: .`` is the data root itself, for a dataset built from
+the files of other datasets (AllNLI from SNLI and MultiNLI).
 """
 
 from __future__ import annotations

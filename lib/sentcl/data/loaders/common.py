@@ -8,33 +8,42 @@ a parser.
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 from typing import Iterator
 
+from tqdm.auto import tqdm
+
 from ...errors import DataFormatError
+
+# The three NLI classes, in the order SNLI, MultiNLI and SICK-E use everywhere (label ids 0, 1, 2).
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+
+PROGRESS_BYTES = 50_000_000  # files larger than this show a progress bar while they are read
 
 
 def read_lines(path: Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` without the line ending.
 
     A byte sequence that is not valid ``encoding`` raises a DataFormatError naming the
-    line it is on (``utf-8-sig`` strips a leading byte-order mark).
+    line it is on (``utf-8-sig`` strips a leading byte-order mark). The file is streamed;
+    files over ``PROGRESS_BYTES`` show a progress bar.
     """
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for number, raw in enumerate(lines, start=1):
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        codec = encoding if number == 1 else encoding.replace("-sig", "")
-        try:
-            yield number, raw.decode(codec)
-        except UnicodeDecodeError as exc:
-            raise DataFormatError(
-                path, number, f"{encoding} text", f"byte {raw[exc.start:exc.start + 1]!r} at column {exc.start + 1}"
-            ) from None
+    size = path.stat().st_size
+    with open(path, "rb") as fh, tqdm(
+        total=size, unit="B", unit_scale=True, desc=f"reading {path.name}", disable=size < PROGRESS_BYTES, leave=False
+    ) as bar:
+        for number, raw in enumerate(fh, start=1):
+            bar.update(len(raw))
+            raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+            codec = encoding if number == 1 else encoding.replace("-sig", "")
+            try:
+                yield number, raw.decode(codec)
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(
+                    path, number, f"{encoding} text", f"byte {raw[exc.start:exc.start + 1]!r} at column {exc.start + 1}"
+                ) from None
 
 
 def read_delimited(
@@ -95,12 +104,52 @@ def parse_score(value: str, path: Path, line: int, what: str = "a numeric score"
     return score
 
 
-def require_text(value: str, path: Path, line: int, column: str) -> str:
-    """The stripped text of a field; an empty sentence is an error naming the column."""
-    text = value.strip()
-    if not text:
+def require_text(value: str, path: Path, line: int, column: str, *, strip: bool = True) -> str:
+    """The text of a field, stripped unless ``strip=False``; an empty (or all-blank)
+    sentence is an error naming the column.
+
+    Evaluation sets keep their text exactly as distributed (``strip=False``): the
+    published scores of a model are only reproduced on untouched text.
+    """
+    if not value.strip():
         raise DataFormatError(path, line, f"a non-empty sentence in column {column}", value)
-    return text
+    return value.strip() if strip else value
+
+
+def check_range(value: float, low: float, high: float, path: Path, line: int, what: str) -> float:
+    """``value`` if ``low <= value <= high``, else a DataFormatError naming the line."""
+    if not low <= value <= high:
+        raise DataFormatError(path, line, f"{what} between {low:g} and {high:g}", repr(value))
+    return value
+
+
+def read_jsonl(path: Path, encoding: str = "utf-8") -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` of a JSON-lines file (one JSON object per line).
+
+    Blank lines are skipped; a line that is not a complete JSON object (e.g. a file cut
+    inside a string) raises a DataFormatError naming the line.
+    """
+    for number, line in read_lines(path, encoding):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(path, number, "a complete JSON object", f"{exc.msg} (column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise DataFormatError(path, number, "a JSON object", type(obj).__name__)
+        yield number, obj
+
+
+def json_field(obj: dict, key: str, path: Path, line: int) -> str:
+    """The string value of ``key`` in a JSON record; a missing key or a non-string value
+    is a DataFormatError naming the line and the key."""
+    if key not in obj:
+        raise DataFormatError(path, line, f"a field {key!r}", f"only {sorted(obj)}")
+    value = obj[key]
+    if not isinstance(value, str):
+        raise DataFormatError(path, line, f"a string in field {key!r}", repr(value))
+    return value
 
 
 def _name(delimiter: str) -> str:

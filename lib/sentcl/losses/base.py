@@ -1,0 +1,108 @@
+"""What every sentcl loss module shares: the batch-extras contract and the similarity σ.
+
+See the package docstring (:mod:`sentcl.losses`) for the contract a trainer relies on.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any, ClassVar, Literal
+
+import torch.nn.functional as F
+from sentence_transformers.base.losses.merged_forward import embed_columns
+from torch import Tensor, nn
+
+from sentcl.errors import ConfigError
+
+Similarity = Literal["cos", "dot"]
+SIMILARITIES: tuple[str, ...] = ("cos", "dot")
+
+
+def similarity_matrix(a: Tensor, b: Tensor, similarity: Similarity = "cos") -> Tensor:
+    """σ(a_i, b_j) for every row i of ``a`` and row j of ``b``: shape ``(len(a), len(b))``.
+
+    ``"cos"`` is the cosine similarity (rows L2-normalised, then dot product), ``"dot"`` the
+    plain dot product. This is the σ of Eq. 1 of Taneja et al. (2023).
+    """
+    if check_similarity(similarity) == "cos":
+        a, b = F.normalize(a, p=2, dim=-1), F.normalize(b, p=2, dim=-1)
+    return a @ b.transpose(0, 1)
+
+
+class SentclLoss(nn.Module, ABC):
+    """Base of the sentcl loss modules: a sentence-transformers loss that may take batch extras.
+
+    A subclass implements :meth:`compute_loss_from_embeddings` (the math, on the embeddings of the
+    batch's columns) and :meth:`get_config_dict`, and names in :attr:`batch_extras` the per-example
+    values beyond texts and labels it needs (e.g. ``("ids",)``). :meth:`forward` embeds the columns
+    with the model, checks that exactly the declared extras were passed, and hands everything on.
+
+    ``loss(sentence_features, labels)`` is the call sentence-transformers' trainer makes, so a loss
+    with no extras works there unchanged; a sentcl trainer calls
+    ``loss(sentence_features, labels, **{name: batch[name] for name in loss.batch_extras})``.
+    """
+
+    batch_extras: ClassVar[tuple[str, ...]] = ()
+    """Names of the per-example values (beyond texts and labels) the loss needs in every batch."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(
+        self, sentence_features: Iterable[dict[str, Any]], labels: Tensor | None = None, **batch_extras: Any
+    ) -> Tensor:
+        given, needed = set(batch_extras), set(self.batch_extras)
+        if given != needed:
+            raise ConfigError(
+                f"{type(self).__name__} takes the batch extras {sorted(needed)}, got {sorted(given)}"
+            )
+        embeddings = embed_columns(self.model, sentence_features)
+        return self.compute_loss_from_embeddings(embeddings, labels, **batch_extras)
+
+    @abstractmethod
+    def compute_loss_from_embeddings(
+        self, embeddings: list[Tensor], labels: Tensor | None = None, **batch_extras: Any
+    ) -> Tensor:
+        """The loss from the embeddings of the batch's columns (one ``(batch, dim)`` tensor each)."""
+
+    @abstractmethod
+    def get_config_dict(self) -> dict[str, Any]:
+        """The loss's options, as sentence-transformers writes them into the model card."""
+
+
+def check_scale(scale: float) -> float:
+    """``scale`` (the inverse temperature 1/τ) as a float; it must be positive."""
+    if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0):
+        raise ConfigError(f"scale (inverse temperature) must be a positive number, got {scale!r}")
+    return float(scale)
+
+
+def check_similarity(similarity: str) -> Similarity:
+    """``similarity`` if it is one of :data:`SIMILARITIES` (``"cos"``, ``"dot"``)."""
+    if similarity not in SIMILARITIES:
+        raise ConfigError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
+    return similarity  # type: ignore[return-value]
+
+
+def check_columns(columns: list[Tensor], names: list[str]) -> None:
+    """All columns are ``(batch, dim)`` tensors with the same batch size and dimension."""
+    first = columns[0]
+    for column, name in zip(columns, names):
+        if column.ndim != 2 or column.shape != first.shape:
+            raise ConfigError(
+                f"expected every column as a (batch, dim) tensor of shape {tuple(first.shape)} "
+                f"(that of {names[0]}), found {name} of shape {tuple(column.shape)}"
+            )
+
+
+__all__ = [
+    "SIMILARITIES",
+    "SentclLoss",
+    "Similarity",
+    "check_columns",
+    "check_scale",
+    "check_similarity",
+    "similarity_matrix",
+]
