@@ -64,6 +64,38 @@ def test_check_finds_a_wrong_count(shared_data, tmp_path):
     assert main(["data", "check", "--data-dir", str(tmp_path), "sts13"]) == 1
 
 
+@pytest.mark.realdata
+def test_check_verifies_retrieval_sizes(shared_data, tmp_path, monkeypatch):
+    """A retrieval split is checked on its corpus and judgement counts too, not only queries."""
+    import dataclasses
+
+    from sentcl.data import info, registry
+
+    entry = info("semeval2016_cqa_b")
+    dev = entry.splits["dev"]
+    assert dev.expected_sizes() == {"corpus": 500, "judgements": 500, "relevant": 214}
+    [ok] = [r for r in check(shared_data, ["semeval2016_cqa_b"]) if r.split == "dev"]
+    assert ok.status == "ok"
+    wrong = dataclasses.replace(entry, splits={**entry.splits, "dev": dataclasses.replace(dev, relevant=215)})
+    monkeypatch.setitem(registry(), "semeval2016_cqa_b", wrong)
+    [bad] = [r for r in check(shared_data, ["semeval2016_cqa_b"]) if r.split == "dev"]
+    assert bad.status == WRONG_COUNT and "'relevant': 214" in bad.message
+
+
+def test_registry_rejects_unknown_keys(tmp_path):
+    """A misspelt key in a registry entry is an error, not silently ignored."""
+    from sentcl.data.registry import _parse_entry
+    from sentcl.errors import ConfigError
+
+    path = tmp_path / "x.yaml"
+    path.write_text(
+        "name: x\ntitle: X\nkind: sentences\nfolder: x\nsource: s\nlicence: l\n"
+        "splits: {train: {files: [a], count: 1, corpsu: 3}}\n"
+    )
+    with pytest.raises(ConfigError, match="unknown keys \\['corpsu'\\]"):
+        _parse_entry(path)
+
+
 def test_check_on_the_sample_root_loads_everything():
     results = [r for r in check(samples_root()) if r.dataset in {"sts12", "snli", "allnli", "wiki1m"}]
     assert {r.status for r in results} == {SAMPLE}

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import DataMissingError, SentclError
 from ..paths import data_root
+from .records import RetrievalSet
 from .registry import SAMPLE_MARKER, info, load, registry
 
 OK, MISSING, WRONG_COUNT, ERROR, UNCHECKED, SAMPLE = "ok", "MISSING", "WRONG COUNT", "ERROR", "UNCHECKED", "SAMPLE"
@@ -60,6 +61,8 @@ def check_split(name: str, split: str, root: Path) -> SplitCheck:
         result.status, result.message = ERROR, str(exc)
         return result
     result.found, result.dropped = len(record), dict(record.dropped)
+    sizes = expected.expected_sizes()
+    found_sizes = retrieval_sizes(record, info(name).relevance_level) if sizes else {}
     if record.sample:
         result.status = SAMPLE
     elif expected.count is None:
@@ -70,7 +73,20 @@ def check_split(name: str, split: str, root: Path) -> SplitCheck:
             f"expected {expected.count} records (dropped {expected.dropped or 'none'}), "
             f"found {result.found} (dropped {result.dropped or 'none'})"
         )
+    elif found_sizes != sizes:
+        result.status = WRONG_COUNT
+        result.message = f"expected {sizes}, found {found_sizes}"
     return result
+
+
+def retrieval_sizes(record: RetrievalSet, relevance_level: int) -> dict[str, int]:
+    """Corpus size, judgements and relevant judgements of a retrieval record."""
+    grades = [g for judged in record.qrels.values() for g in judged.values()]
+    return {
+        "corpus": len(record.corpus),
+        "judgements": len(grades),
+        "relevant": sum(g >= relevance_level for g in grades),
+    }
 
 
 def check(data_dir: str | Path | None = None, names: list[str] | None = None) -> list[SplitCheck]:

@@ -48,6 +48,12 @@ from ..paths import data_root, resource
 
 SAMPLE_MARKER = "SAMPLE_DATA.md"  # present at the top of data/samples, a data root of sample data
 
+ENTRY_KEYS = {
+    "name", "title", "kind", "folder", "papers", "source", "citation", "licence",
+    "splits", "download", "notes", "relevance_level", "metrics",
+}
+SPLIT_KEYS = {"files", "count", "dropped", "corpus", "judgements", "relevant"}
+
 KINDS = ("scored_pairs", "labelled_pairs", "triplets", "retrieval", "sentences")
 
 # name -> function(entry: DatasetInfo, split: str, files: list[Path], **options) -> record
@@ -60,6 +66,16 @@ class SplitInfo:
     files: tuple[str, ...]
     count: int | None
     dropped: dict[str, int] = field(default_factory=dict)
+    # retrieval splits only: documents in the corpus, (query, document) judgements in the
+    # qrels (grade 0 included) and judgements at or above the entry's relevance_level
+    corpus: int | None = None
+    judgements: int | None = None
+    relevant: int | None = None
+
+    def expected_sizes(self) -> dict[str, int]:
+        """The retrieval sizes the registry states (only those it states)."""
+        sizes = {"corpus": self.corpus, "judgements": self.judgements, "relevant": self.relevant}
+        return {k: v for k, v in sizes.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,8 @@ class DatasetInfo:
     splits: dict[str, SplitInfo]
     download: tuple[dict, ...] = ()
     notes: str = ""
+    relevance_level: int = 1  # retrieval: the lowest grade that counts as relevant (trec_eval -l)
+    metrics: str = ""  # retrieval: the metrics the papers report on it
 
     def split(self, split: str | None) -> str:
         """Resolve ``split`` (None means the dataset's only split, or 'test')."""
@@ -102,14 +120,22 @@ def _parse_entry(path: Path) -> DatasetInfo:
         raise ConfigError(f"{path}: name {raw['name']!r} differs from the file name")
     if raw["kind"] not in KINDS:
         raise ConfigError(f"{path}: kind {raw['kind']!r} is not one of {KINDS}")
-    splits = {
-        s: SplitInfo(
+    unknown = set(raw) - ENTRY_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown keys {sorted(unknown)}; valid: {sorted(ENTRY_KEYS)}")
+    splits = {}
+    for s, v in raw["splits"].items():
+        unknown = set(v) - SPLIT_KEYS
+        if unknown:
+            raise ConfigError(f"{path}: split {s!r} has unknown keys {sorted(unknown)}; valid: {sorted(SPLIT_KEYS)}")
+        splits[s] = SplitInfo(
             files=tuple(v.get("files", ())),
             count=v.get("count"),
             dropped=dict(v.get("dropped") or {}),
+            corpus=v.get("corpus"),
+            judgements=v.get("judgements"),
+            relevant=v.get("relevant"),
         )
-        for s, v in raw["splits"].items()
-    }
     return DatasetInfo(
         name=raw["name"],
         title=raw["title"],
@@ -122,6 +148,8 @@ def _parse_entry(path: Path) -> DatasetInfo:
         splits=splits,
         download=tuple(raw.get("download") or ()),
         notes=raw.get("notes", ""),
+        relevance_level=int(raw.get("relevance_level", 1)),
+        metrics=raw.get("metrics", ""),
     )
 
 
@@ -169,9 +197,9 @@ def load(name: str, split: str | None = None, data_dir: str | Path | None = None
     if not folder.is_dir():
         raise DataMissingError(f"{name}: folder {folder} not found (see `sentcl data download {name}`)")
     files = [folder / f for f in entry.splits[split].files]
-    for f in files:
-        if not f.exists():
-            raise DataMissingError(f"{name}/{split}: file {f} not found")
+    absent = [str(f) for f in files if not f.exists()]
+    if absent:
+        raise DataMissingError(f"{name}/{split}: not found: {', '.join(absent)}")
     if name not in LOADERS:
         raise ConfigError(f"{name} is registered but has no loader")
     record = LOADERS[name](entry, split, files, **options)
