@@ -26,7 +26,13 @@ help:
 	@echo "make test   set up .venv and run the tests"
 	@echo "make lock   re-resolve requirements/lock.txt from pyproject.toml"
 
-setup: $(VENV)/.installed
+MATHJAX := book/_vendor/mathjax/.version
+
+setup: $(VENV)/.installed $(MATHJAX)
+
+# MathJax 3 from the npm registry, served with the book (it must read offline).
+$(MATHJAX): scripts/fetch_mathjax.py
+	$(PYTHON) scripts/fetch_mathjax.py
 
 $(VENV)/.installed: pyproject.toml requirements/lock.txt requirements/torch.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
