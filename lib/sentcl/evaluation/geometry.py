@@ -1,0 +1,125 @@
+"""Geometry of an embedding space: alignment, uniformity (Wang & Isola 2020) and anisotropy.
+
+Alignment and uniformity are defined on the unit hypersphere, so every function here
+L2-normalises its input rows first: computing them on raw embeddings (a common mistake
+reported by SimCSE users) gives numbers that depend on the vectors' lengths and cannot be
+compared across models. A zero vector stays zero.
+
+- ``alignment(x, y, alpha=2)`` = mean over positive pairs of ``||x_i - y_i||^alpha``
+  (Wang & Isola 2020, §4.1, ``L_align``; lower is better).
+- ``uniformity(x, t=2)`` = ``log`` of the mean over all pairs ``i < j`` of
+  ``exp(-t ||x_i - x_j||^2)`` (§4.1, ``L_uniform``, summed over pairs as their code does with
+  ``torch.pdist``; lower is more uniform).
+- ``anisotropy(x)`` = mean cosine similarity of randomly paired *distinct* sentences
+  (Ethayarajh 2019's baseline, at sentence level): near 0 for an isotropic space, near 1
+  when every embedding points the same way.
+
+SimCSE (Gao et al. 2021, Fig. 2) measures alignment on STS-B pairs scored above 4 and
+uniformity on all STS-B sentences: :func:`evaluate_geometry` does that for a
+:class:`~sentcl.data.records.ScoredPairs`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..data.records import ScoredPairs
+from .common import Embed, as_matrix, embed_unique, l2_normalise, unique_texts
+
+_BLOCK = 2048  # rows per block in the all-pairs sum (a block x n float64 matrix in memory)
+
+
+def alignment(x: np.ndarray, y: np.ndarray, alpha: float = 2.0) -> float:
+    """Mean of ``||x_i - y_i||^alpha`` over the positive pairs ``(x_i, y_i)``, rows L2-normalised."""
+    x = as_matrix(x, "x")
+    y = as_matrix(y, "y", rows=x.shape[0])
+    if len(x) == 0:
+        raise ValueError("alignment needs at least one positive pair")
+    if alpha <= 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    distances = np.linalg.norm(l2_normalise(x) - l2_normalise(y), axis=1)
+    return float(np.mean(distances**alpha))
+
+
+def uniformity(x: np.ndarray, t: float = 2.0) -> float:
+    """``log mean_{i<j} exp(-t ||x_i - x_j||^2)`` over all pairs of rows, L2-normalised.
+
+    Exact over all ``n(n-1)/2`` pairs, in blocks of rows and in log space (no underflow).
+    """
+    x = l2_normalise(as_matrix(x, "x"))
+    n = len(x)
+    if n < 2:
+        raise ValueError("uniformity needs at least two embeddings")
+    if t <= 0:
+        raise ValueError(f"t must be > 0, got {t}")
+    norms = np.einsum("ij,ij->i", x, x)
+    partial = []
+    for start in range(0, n - 1, _BLOCK):
+        block = x[start : start + _BLOCK]
+        sq = norms[start : start + _BLOCK, None] + norms[None, :] - 2.0 * block @ x.T
+        np.maximum(sq, 0.0, out=sq)
+        rows = np.arange(start, start + len(block))[:, None]
+        upper = np.arange(n)[None, :] > rows  # pairs i < j only
+        partial.append(logsumexp(-t * sq[upper]))
+    n_pairs = n * (n - 1) / 2
+    return float(logsumexp(partial) - np.log(n_pairs))
+
+
+def anisotropy(x: np.ndarray, n_pairs: int | None = 10_000, seed: int = 0) -> float:
+    """Mean cosine similarity of random pairs of distinct rows (rows = distinct sentences).
+
+    With ``n_pairs`` the pairs ``(i, j)``, ``i != j``, are drawn uniformly with
+    ``np.random.default_rng(seed)``; with ``n_pairs=None`` the mean is taken exactly over all
+    ordered pairs of distinct rows. Pass one row per distinct sentence (see
+    :func:`evaluate_geometry`), or duplicates count as pairs of "different" sentences.
+    """
+    x = l2_normalise(as_matrix(x, "x"))
+    n = len(x)
+    if n < 2:
+        raise ValueError("anisotropy needs at least two embeddings")
+    if n_pairs is None:
+        total = x.sum(axis=0)
+        return float((total @ total - np.einsum("ij,ij->", x, x)) / (n * (n - 1)))
+    if n_pairs < 1:
+        raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n, size=n_pairs)
+    j = (i + rng.integers(1, n, size=n_pairs)) % n  # uniform over the other n - 1 rows
+    return float(np.mean(np.einsum("ij,ij->i", x[i], x[j])))
+
+
+def evaluate_geometry(
+    pairs: ScoredPairs,
+    embed: Embed,
+    positive_threshold: float = 4.0,
+    alpha: float = 2.0,
+    t: float = 2.0,
+    anisotropy_pairs: int | None = 10_000,
+    seed: int = 0,
+) -> dict:
+    """SimCSE's alignment/uniformity protocol on a scored pair set (e.g. STS-B test), plus anisotropy.
+
+    Alignment over the pairs with gold score ``> positive_threshold`` (SimCSE: STS-B pairs above
+    4 of 5); uniformity and anisotropy over every distinct sentence of the set. Each distinct
+    sentence is encoded once.
+    """
+    texts = [*pairs.sentences1, *pairs.sentences2]
+    vectors, index = embed_unique(embed, texts)
+    n = len(pairs)
+    positive = np.flatnonzero(pairs.scores > positive_threshold)
+    if len(positive) == 0:
+        raise ValueError(f"{pairs.name}/{pairs.split}: no pair scores above {positive_threshold}")
+    return {
+        "dataset": pairs.name,
+        "split": pairs.split,
+        "sample": pairs.sample,
+        "positive_threshold": positive_threshold,
+        "n_positive_pairs": int(len(positive)),
+        "n_sentences": len(unique_texts(texts)[0]),
+        "alignment": alignment(vectors[index[positive]], vectors[index[n + positive]], alpha=alpha),
+        "uniformity": uniformity(vectors, t=t),
+        "anisotropy": anisotropy(vectors, n_pairs=anisotropy_pairs, seed=seed),
+        "alpha": alpha,
+        "t": t,
+    }

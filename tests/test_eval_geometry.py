@@ -1,0 +1,111 @@
+"""Alignment, uniformity and anisotropy against direct loop formulas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sentcl.data.records import ScoredPairs
+from sentcl.evaluation import geometry
+from sentcl.evaluation.geometry import alignment, anisotropy, evaluate_geometry, uniformity
+
+
+def _unit(v):
+    norm = math.sqrt(sum(a * a for a in v))
+    return [a / norm for a in v]
+
+
+def _loop_alignment(x, y, alpha):
+    total = 0.0
+    for a, b in zip(x, y):
+        a, b = _unit(a), _unit(b)
+        total += math.sqrt(sum((p - q) ** 2 for p, q in zip(a, b))) ** alpha
+    return total / len(x)
+
+
+def _loop_uniformity(x, t):
+    units = [_unit(v) for v in x]
+    values = []
+    for i in range(len(units)):
+        for j in range(i + 1, len(units)):
+            values.append(math.exp(-t * sum((p - q) ** 2 for p, q in zip(units[i], units[j]))))
+    return math.log(sum(values) / len(values))
+
+
+def _loop_mean_cosine(x, pairs):
+    return sum(float(np.dot(_unit(x[i]), _unit(x[j]))) for i, j in pairs) / len(pairs)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0, 3.0])
+def test_alignment_matches_loop_on_unnormalised_input(alpha):
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(40, 5)) * 7, rng.normal(size=(40, 5)) + 3  # far from unit length
+    assert alignment(x, y, alpha) == pytest.approx(_loop_alignment(x.tolist(), y.tolist(), alpha))
+    # scaling the rows changes nothing: inputs are normalised inside
+    assert alignment(3 * x, 0.1 * y, alpha) == pytest.approx(alignment(x, y, alpha))
+    assert alignment(x, x, alpha) == pytest.approx(0.0, abs=1e-12)
+    assert alignment(x, -x, 2.0) == pytest.approx(4.0)  # antipodal unit vectors are 2 apart
+
+
+@pytest.mark.parametrize("t", [0.5, 2.0, 5.0])
+def test_uniformity_matches_loop_and_is_blockwise_exact(t, monkeypatch):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(37, 4)) * 5
+    expected = _loop_uniformity(x.tolist(), t)
+    assert uniformity(x, t) == pytest.approx(expected, rel=1e-10)
+    monkeypatch.setattr(geometry, "_BLOCK", 5)  # several blocks, the last one short
+    assert uniformity(x, t) == pytest.approx(expected, rel=1e-10)
+    assert uniformity(np.tile(x[:1], (10, 1)), t) == pytest.approx(0.0, abs=1e-12)  # all equal: log 1
+
+
+def test_anisotropy_exact_and_sampled():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(25, 6)) + 1.5  # a shared direction: positive mean cosine
+    all_pairs = [(i, j) for i in range(25) for j in range(25) if i != j]
+    assert anisotropy(x, n_pairs=None) == pytest.approx(_loop_mean_cosine(x.tolist(), all_pairs))
+    # sampled: the same draws as the documented procedure, seeded and reproducible
+    draw = np.random.default_rng(11)
+    i = draw.integers(0, 25, size=500)
+    j = (i + draw.integers(1, 25, size=500)) % 25
+    assert np.all(i != j)
+    assert anisotropy(x, n_pairs=500, seed=11) == pytest.approx(_loop_mean_cosine(x.tolist(), list(zip(i, j))))
+    assert anisotropy(x, n_pairs=500, seed=11) == anisotropy(x, n_pairs=500, seed=11)
+    assert anisotropy(x, n_pairs=200_000, seed=3) == pytest.approx(anisotropy(x, n_pairs=None), abs=0.01)
+
+
+def test_evaluate_geometry_uses_positive_pairs_and_distinct_sentences():
+    rng = np.random.default_rng(3)
+    texts = [f"t{i}" for i in range(20)]
+    table = {t: rng.normal(size=4) for t in texts}
+    s1 = [texts[i] for i in rng.integers(0, 20, 50)]
+    s2 = [texts[i] for i in rng.integers(0, 20, 50)]
+    scores = rng.random(50) * 5
+    pairs = ScoredPairs(name="stsb", split="test", sentences1=s1, sentences2=s2, scores=scores, subsets=["x"] * 50)
+    calls = []
+
+    def embed(batch):
+        calls.append(list(batch))
+        return np.stack([table[t] for t in batch])
+
+    out = evaluate_geometry(pairs, embed, anisotropy_pairs=None)
+    pos = scores > 4.0
+    assert len(calls) == 1 and len(calls[0]) == len(set(s1 + s2)) == out["n_sentences"]
+    assert out["n_positive_pairs"] == pos.sum()
+    e1 = np.stack([table[t] for t, p in zip(s1, pos) if p])
+    e2 = np.stack([table[t] for t, p in zip(s2, pos) if p])
+    assert out["alignment"] == pytest.approx(_loop_alignment(e1.tolist(), e2.tolist(), 2.0))
+    distinct = np.stack([table[t] for t in dict.fromkeys(s1 + s2)])
+    assert out["uniformity"] == pytest.approx(_loop_uniformity(distinct.tolist(), 2.0))
+    assert out["anisotropy"] == pytest.approx(anisotropy(distinct, n_pairs=None))
+
+
+def test_bad_input():
+    x = np.ones((3, 2))
+    with pytest.raises(ValueError):
+        alignment(x, np.ones((2, 2)))
+    with pytest.raises(ValueError):
+        uniformity(x[:1])
+    with pytest.raises(ValueError):
+        anisotropy(np.array([[np.nan, 1.0], [1.0, 2.0]]))
