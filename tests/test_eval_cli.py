@@ -47,6 +47,13 @@ def test_sts_command_task_subset_and_errors(tmp_path, capsys):
     assert main(["evaluate", "sts", "--model", "tiny", "--data-dir", str(samples_root()),
                  "--tasks", "STS13", "SICK-R", "--json", str(out)]) == 0
     assert list(json.loads(out.read_text())) == ["STS13", "SICK-R", "avg"]
+    # --sick-split all scores every SICK pair, as MTEB does
+    details = tmp_path / "sick-all.json"
+    assert main(["evaluate", "sts", "--model", "tiny", "--data-dir", str(samples_root()), "--tasks", "SICK-R",
+                 "--sick-split", "all", "--json", str(out), "--details", str(details)]) == 0
+    full = json.loads(details.read_text())
+    assert full["sick_split"] == "all"
+    assert full["details"]["SICK-R"]["n"] == len(load("sickr", "all", samples_root())) > len(load("sickr", "test", samples_root()))
     # a missing data root is a one-line error, and no JSON is written
     missing = tmp_path / "none.json"
     assert main(["evaluate", "sts", "--model", "tiny", "--data-dir", str(tmp_path), "--json", str(missing)]) == 2

@@ -36,6 +36,12 @@ def register(subparsers, name: str = "evaluate", help: str = "evaluate a sentenc
     _model_options(p)
     p.add_argument("--tasks", nargs="+", choices=list(STS_TASKS), metavar="TASK", help=f"default: all of {', '.join(STS_TASKS)}")
     p.add_argument("--setting", choices=SETTINGS, default="all", help="STS12-16 aggregate over subsets (default: all = pooled)")
+    p.add_argument(
+        "--sick-split",
+        choices=("test", "all"),
+        default="test",
+        help="SICK-R split: test (4927 pairs, SentEval and the papers; default) or all (9927 pairs, as MTEB scores it)",
+    )
     p.set_defaults(func=cmd_sts)
 
     p = sub.add_parser(
@@ -93,7 +99,9 @@ def cmd_sts(args: argparse.Namespace) -> int:
     from .sts import evaluate_sts_tasks
 
     started = time.perf_counter()
-    result = evaluate_sts_tasks(_embedder(args), data_dir=args.data_dir, tasks=args.tasks, setting=args.setting)
+    result = evaluate_sts_tasks(
+        _embedder(args), data_dir=args.data_dir, tasks=args.tasks, setting=args.setting, sick_split=args.sick_split
+    )
     details = {"model": args.model, "precision": args.precision, "max_seq_length": args.max_seq_length, **result}
     _write(args, result["scores"], details)
     rows = [("task", "Spearman x100", "pairs")]

@@ -119,8 +119,12 @@ def evaluate_sts_tasks(
     data_dir: str | Path | None = None,
     tasks: Sequence[str] | None = None,
     setting: str = "all",
+    sick_split: str = "test",
 ) -> dict:
     """The standard seven STS tasks (or ``tasks``), Spearman ×100, and their average.
+
+    ``sick_split`` is the SICK-R split: ``test`` (4927 pairs, SentEval and the papers) or
+    ``all`` (9927 pairs, what MTEB's SICK-R scores).
 
     Every distinct sentence of all the tasks is encoded in one call of ``embed``. Returns::
 
@@ -137,7 +141,10 @@ def evaluate_sts_tasks(
         raise ConfigError(f"unknown STS task(s) {unknown}; choose from {', '.join(STS_TASKS)}")
     if setting not in SETTINGS:
         raise ConfigError(f"unknown STS setting {setting!r}; choose from {', '.join(SETTINGS)}")
-    datasets = {t: load(STS_TASKS[t][0], STS_TASKS[t][1], data_dir) for t in tasks}
+    if sick_split not in ("test", "all"):
+        raise ConfigError(f"sick_split must be 'test' or 'all', got {sick_split!r}")
+    splits = {t: sick_split if t == "SICK-R" else STS_TASKS[t][1] for t in tasks}
+    datasets = {t: load(STS_TASKS[t][0], splits[t], data_dir) for t in tasks}
     texts = [s for d in datasets.values() for s in (*d.sentences1, *d.sentences2)]
     vectors, index = embed_unique(embed, texts)
     details, start = {}, 0
@@ -151,4 +158,4 @@ def evaluate_sts_tasks(
         task: d["spearman"]["all" if task in _POOLED_ONLY else setting] for task, d in details.items()
     }
     scores["avg"] = float(np.mean(list(scores.values())))
-    return {"scores": scores, "setting": setting, "details": details}
+    return {"scores": scores, "setting": setting, "sick_split": sick_split, "details": details}
