@@ -1,0 +1,266 @@
+"""The artifact cache: a finished stage is reused instead of recomputed.
+
+A *stage* is one step of a chapter's pipeline whose output is worth keeping: a trained
+model, an embedding store, an evaluation. It is named, configured by a JSON-able mapping
+(every parameter that decides its output) and fed by zero or more upstream stages::
+
+    entropy = Stage("entropy-model", {"phi": 0.01, "training": cfg.to_dict()}, upstream=(base,))
+    store = Stage("augmented-embeddings", {"dtype": "float16"}, upstream=(entropy,))
+    final = Stage("rcl-model", {"training": cfg.to_dict()}, upstream=(store,))
+
+Its **key** is :func:`sentcl.cache.stable_hash` of its name, its configuration and its
+upstream stages' keys. So a changed parameter changes the key of its own stage and of every
+stage downstream of it (their keys contain its key), while the stages upstream of it keep
+their keys and are reused: only what depends on the change is recomputed.
+
+Layout, under ``cache_root()/artifacts`` or a given root::
+
+    <name>/<key>/             the finished stage: whatever its builder wrote, plus
+    <name>/<key>/artifact.json    the manifest (name, key, configuration, upstream keys, build time)
+    <name>/.<key>.partial/    the work folder of a build in progress (or interrupted)
+    <name>/.<key>.lock        serialises concurrent builders of the same stage
+
+A stage is finished exactly when ``<name>/<key>/`` exists: the builder writes into the work
+folder, the manifest is written last, and the folder is renamed into place (atomic on one
+file system). A build that fails or is killed leaves no finished stage behind. With
+``resume=True`` its work folder is kept for the next attempt (the trainer continues from its
+last checkpoint there); otherwise the next attempt starts from an empty folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePath
+from typing import Any
+
+import numpy as np
+
+from .cache import stable_hash
+from .errors import ConfigError, DataFormatError
+from .io import atomic_write_json
+from .paths import cache_root
+
+MANIFEST = "artifact.json"
+"""The manifest file every finished stage holds (written last, before the rename)."""
+RESULT = "result.json"
+"""The file :meth:`ArtifactCache.cached_json` keeps a JSON result in."""
+KEY_VERSION = 1
+"""Part of every key: bump it when the meaning of stored artifacts changes, to invalidate them all."""
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def jsonable(value: Any, where: str = "config") -> Any:
+    """``value`` as plain JSON data (dicts with string keys, lists, str, int, float, bool, None).
+
+    Paths become strings, tuples and numpy arrays lists, numpy scalars Python numbers. Anything
+    else raises :class:`~sentcl.errors.ConfigError`: an object would hash by its ``repr`` and
+    could give two different keys to the same configuration, or one key to two different ones.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(float(value)):
+            raise ConfigError(f"{where}: {value!r} is not a finite number")
+        return float(value)
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"{where}: keys must be strings, found {k!r}")
+            out[k] = jsonable(v, f"{where}.{k}")
+        return out
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [jsonable(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    raise ConfigError(
+        f"{where}: {type(value).__name__} is not JSON data; describe it by its parameters "
+        "(strings, numbers, lists, dicts) so that the cache key is stable"
+    )
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One cacheable step: a name, the configuration that decides its output, its upstream stages."""
+
+    name: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    upstream: tuple["Stage", ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise ConfigError(f"stage name {self.name!r} must be letters, digits, '_', '.' or '-' (a folder name)")
+        object.__setattr__(self, "config", jsonable(self.config, f"stage {self.name!r} config"))
+        upstream = tuple(self.upstream)
+        for up in upstream:
+            if not isinstance(up, Stage):
+                raise ConfigError(f"stage {self.name!r}: upstream entries must be Stage objects, got {type(up).__name__}")
+        object.__setattr__(self, "upstream", upstream)
+
+    @property
+    def key(self) -> str:
+        """Hash of the name, the configuration and the upstream stages' keys (in order)."""
+        return stable_hash(
+            {
+                "version": KEY_VERSION,
+                "stage": self.name,
+                "config": self.config,
+                "upstream": [[up.name, up.key] for up in self.upstream],
+            }
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The manifest's description of the stage."""
+        return {
+            "name": self.name,
+            "key": self.key,
+            "config": self.config,
+            "upstream": [{"name": up.name, "key": up.key} for up in self.upstream],
+        }
+
+
+class ArtifactCache:
+    """Finished stages under ``root`` (default ``cache_root()/artifacts``); see the module docstring."""
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_root() / "artifacts"
+
+    def path(self, stage: Stage) -> Path:
+        """Where ``stage`` lives once finished (it may not exist yet)."""
+        return self.root / stage.name / stage.key
+
+    def work_dir(self, stage: Stage) -> Path:
+        """The folder a build of ``stage`` writes into before it is renamed to :meth:`path`."""
+        return self.root / stage.name / f".{stage.key}.partial"
+
+    def has(self, stage: Stage) -> bool:
+        """Whether ``stage`` is finished."""
+        return (self.path(stage) / MANIFEST).is_file()
+
+    def manifest(self, stage: Stage) -> dict[str, Any]:
+        """The manifest of a finished stage."""
+        path = self.path(stage) / MANIFEST
+        if not path.is_file():
+            raise ConfigError(f"stage {stage.name!r} ({stage.key}) is not in the cache at {self.root}")
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def get_or_build(self, stage: Stage, build: Callable[[Path], Any], *, resume: bool = False) -> Path:
+        """The folder of ``stage``: the cached one, or one ``build(work_dir)`` fills now.
+
+        ``build`` writes the stage's files into the folder it is given; its return value is
+        ignored. When it returns, the manifest is added and the folder renamed into place. A
+        concurrent build of the same stage (another process) is waited for, then reused.
+
+        Args:
+            resume: keep what an interrupted earlier build left in the work folder (for builders
+                that continue from it, like the trainer's checkpoints); otherwise it is emptied.
+        """
+        final = self.path(stage)
+        if self.has(stage):
+            return final
+        with self._locked(stage):
+            if self.has(stage):  # built by another process while we waited for the lock
+                return final
+            work = self.work_dir(stage)
+            if work.exists() and not resume:
+                shutil.rmtree(work)
+            work.mkdir(parents=True, exist_ok=True)
+            started = time.perf_counter()
+            build(work)
+            manifest = {
+                **stage.describe(),
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "build_time_s": round(time.perf_counter() - started, 3),
+            }
+            atomic_write_json(work / MANIFEST, manifest)
+            _fsync_tree(work)  # everything on disk before the rename makes it a finished stage
+            if final.exists():  # a folder without a manifest: debris of a manual copy, never a finished stage
+                shutil.rmtree(final)
+            os.rename(work, final)
+        return final
+
+    def cached_json(self, stage: Stage, compute: Callable[[], Any]) -> Any:
+        """A JSON result (e.g. an evaluation's metrics): read from the cache, or ``compute()`` and stored."""
+
+        def build(work: Path) -> None:
+            atomic_write_json(work / RESULT, jsonable(compute(), f"result of stage {stage.name!r}"))
+
+        path = self.get_or_build(stage, build) / RESULT
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(path, exc.lineno, "a JSON result", exc.msg) from None
+
+    def remove(self, stage: Stage) -> None:
+        """Forget ``stage`` (its finished folder and any work folder); downstream stages are untouched."""
+        with self._locked(stage):
+            for folder in (self.path(stage), self.work_dir(stage)):
+                if folder.exists():
+                    shutil.rmtree(folder)
+
+    @contextlib.contextmanager
+    def _locked(self, stage: Stage) -> Iterator[None]:
+        folder = self.root / stage.name
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f".{stage.key}.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a fresh temporary folder beside ``path``; on success it replaces ``path`` in one rename.
+
+    Every file written into it is flushed to disk before the rename, so a crash leaves either
+    the old folder or the complete new one, never a half-written one. An existing ``path`` is
+    first renamed aside and removed after the new folder is in place. On an exception the
+    temporary folder is removed and ``path`` is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        _fsync_tree(tmp)
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+            os.rename(path, old)
+        os.rename(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _fsync_tree(folder: Path) -> None:
+    for sub, _dirs, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(sub, name), "rb") as fh:
+                os.fsync(fh.fileno())
+        fd = os.open(sub, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+__all__ = ["MANIFEST", "RESULT", "ArtifactCache", "Stage", "atomic_directory", "jsonable"]

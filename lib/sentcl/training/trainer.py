@@ -1,0 +1,833 @@
+"""The trainer: one loop for every chapter (see :mod:`sentcl.training` for why it is our own).
+
+::
+
+    model = load_encoder("sentence-transformers/all-MiniLM-L6-v2")
+    data = TrainingData.from_record(load("snli", "dev").with_label("entailment"), labels=False)
+    config = TrainingConfig(batch_size=12, optimizer="adam", learning_rate=2e-5, warmup_ratio=0.1,
+                            eval_fraction=0.1, metric_for_best="spearman", seed=0)
+    trainer = Trainer(model, MultipleNegativesRankingLoss, data, config, sampler=NoDuplicatesBatchSampler(),
+                      evaluator=sts_evaluator(load("stsbenchmark", "dev")))
+    result = trainer.train("runs/mnrl")     # or trainer.train_cached(): in the artifact cache
+
+Run the same lines again after a crash or a kill and training continues from the last
+checkpoint in ``runs/mnrl``; run them after it finished and the trained model is loaded.
+
+Output folder
+    ``checkpoints/checkpoint-<step>/``  state.safetensors + state.json (:mod:`sentcl.training.state`):
+        model, loss, optimizer, scheduler, gradient scaler, sampler and callback state, every
+        process's random generators, the trainer's counters and history, the current epoch's batches;
+    ``best/step-<step>/``  the weights of the best evaluation so far (with ``metric_for_best``);
+    ``model/``  the run's model in sentence-transformers format: the best evaluation's weights
+        with ``metric_for_best``, else the last ones;
+    ``trainer_state.json``  written last: the history (losses, evaluations) and the summary.
+    Checkpoints and best weights are removed once ``model/`` and ``trainer_state.json`` exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.losses.merged_forward import embed_columns
+from torch import nn
+from tqdm.auto import tqdm
+
+from sentcl.artifacts import ArtifactCache, Stage, atomic_directory
+from sentcl.cache import stable_hash
+from sentcl.data.records import ScoredPairs
+from sentcl.embeddings import encode as encode_texts
+from sentcl.errors import ConfigError, DataFormatError
+from sentcl.io import atomic_write_json
+from sentcl.models import fingerprint
+from sentcl.results import recorded_run
+from sentcl.training import distributed
+from sentcl.training.callbacks import Callback
+from sentcl.training.config import TrainingConfig
+from sentcl.training.data import TrainingData
+from sentcl.training.distributed import Processes
+from sentcl.training.gradcache import backward_through_chunks, chunk_features, embed_without_graph
+from sentcl.training.samplers import BatchSampler, RandomBatchSampler
+from sentcl.training.state import load_state, rng_state, save_state, seed_everything, set_rng_state
+
+BATCH_EXTRAS = ("ids",)
+"""The per-row values beyond texts and labels the trainer can pass to a loss (see :mod:`sentcl.losses`)."""
+STATE_FILE = "trainer_state.json"
+CHECKPOINT_FORMAT = 1
+Evaluator = Callable[[SentenceTransformer], dict[str, float]]
+"""``model -> {metric name: value}``, e.g. an STS evaluator on a dev set; called in evaluation mode."""
+_RESULT_ONLY = ("log_steps", "keep_checkpoints", "checkpoint_steps")
+"""Options that do not change the trained model: left out of the run's key."""
+
+
+def sts_evaluator(pairs: ScoredPairs, precision: str = "auto", batch_size: int = 64) -> Evaluator:
+    """An :data:`Evaluator` on a dev set of scored pairs (e.g. STS-B dev, as the MNRL-SBERT and RCL
+    papers select models): ``{"spearman": ..., "pearson": ...}``, ×100, of the cosine similarity
+    over all pairs (:func:`sentcl.evaluation.sts.evaluate_sts`, pooled). The embeddings bypass the
+    embedding cache: the weights differ at every evaluation."""
+    from sentcl.evaluation.sts import evaluate_sts
+
+    def evaluate(model: SentenceTransformer) -> dict[str, float]:
+        def embed(texts: Sequence[str]) -> np.ndarray:
+            return encode_texts(model, texts, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
+
+        result = evaluate_sts(pairs, embed)
+        return {"spearman": result["spearman"]["all"], "pearson": result["pearson"]["all"]}
+
+    return evaluate
+
+
+class WarmupSchedule:
+    """Learning-rate factor at optimizer step ``s`` (``LambdaLR`` calls it with s = 0, 1, …).
+
+    ``linear`` (sentence-transformers' WarmupLinear): ``s / warmup`` during the warm-up, then
+    ``(total - s) / (total - warmup)`` down to 0 at the last step; ``constant_with_warmup``:
+    the warm-up then 1; ``constant``: 1. A plain object (not a closure) so that the scheduler's
+    state, which holds its attributes, goes into checkpoints as JSON.
+    """
+
+    def __init__(self, kind: str, warmup_steps: int, total_steps: int) -> None:
+        self.kind, self.warmup_steps, self.total_steps = kind, int(warmup_steps), int(total_steps)
+
+    def __call__(self, step: int) -> float:
+        if self.kind == "constant":
+            return 1.0
+        if step < self.warmup_steps:
+            return step / max(1, self.warmup_steps)
+        if self.kind == "constant_with_warmup":
+            return 1.0
+        return max(0.0, (self.total_steps - step) / max(1, self.total_steps - self.warmup_steps))
+
+
+@dataclass
+class TrainerState:
+    """The trainer's counters and history: saved in every checkpoint and in ``trainer_state.json``."""
+
+    run_key: str
+    world_size: int
+    total_steps: int
+    steps_per_epoch: int
+    epoch: int = 0
+    """Epochs completed."""
+    batches_done: int = 0
+    """Batches of the current epoch's plan already trained on."""
+    global_step: int = 0
+    """Optimizer steps taken."""
+    best_metric: float | None = None
+    best_step: int | None = None
+    stopped_early: bool = False
+    done: bool = False
+    losses: list[dict[str, Any]] = field(default_factory=list)
+    """Every ``log_steps`` steps: step, epoch, mean training loss since the previous entry, and the
+    learning rate of the entry's last step (of the first parameter group)."""
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    """Every evaluation: step, epoch, the evaluator's metrics, ``train_loss`` since the previous one."""
+    loss_sum_since_log: float = 0.0
+    steps_since_log: int = 0
+    loss_sum_since_eval: float = 0.0
+    steps_since_eval: int = 0
+
+
+@dataclass
+class TrainingResult:
+    """What :meth:`Trainer.train` returns (and ``trainer_state.json`` holds)."""
+
+    output_dir: Path
+    model_dir: Path
+    global_step: int
+    epochs: int
+    best_metric: float | None
+    best_step: int | None
+    stopped_early: bool
+    evaluations: list[dict[str, Any]]
+    losses: list[dict[str, Any]]
+    resumed_from_step: int | None = None
+    """The checkpoint this process continued from (None: it started afresh or found the run finished)."""
+
+    @property
+    def final_metrics(self) -> dict[str, Any]:
+        """The last evaluation (empty without evaluations)."""
+        return dict(self.evaluations[-1]) if self.evaluations else {}
+
+    @property
+    def best_metrics(self) -> dict[str, Any]:
+        """The evaluation at ``best_step`` (empty without model selection)."""
+        return next((dict(e) for e in self.evaluations if e["step"] == self.best_step), {})
+
+
+class Trainer:
+    """Trains a SentenceTransformer with any sentcl loss and batch sampler; resumable.
+
+    Args:
+        model: the encoder to train (in place).
+        loss: a loss module built on ``model`` (a :class:`~sentcl.losses.SentclLoss` or a
+            sentence-transformers loss), or a callable ``model -> loss`` that the trainer calls
+            under ``config.seed``, so that a loss's own weights (SBERT's classifier) start the
+            same in every run.
+        data: the training rows (:class:`TrainingData`).
+        config: hyperparameters (:class:`TrainingConfig`).
+        sampler: decides each epoch's batches (default :class:`RandomBatchSampler`).
+        evaluator: ``model -> {metric: value}`` on a dev set, run on the schedule of
+            ``config.eval_fraction`` / ``config.eval_steps`` and at the end.
+        callbacks: :class:`~sentcl.training.callbacks.Callback` objects (their state is checkpointed).
+        name, chapter, profile: identify the run in its run record (:mod:`sentcl.results`).
+        records_dir: where the run record goes (``<records_dir>/records/``; default the output folder).
+        show_progress: a progress bar with loss, learning rate and pairs/s.
+
+    Loss contract: the loss is called as ``loss(features, labels, **extras)``, ``extras`` the
+    :data:`BATCH_EXTRAS` it names in ``loss.batch_extras`` (``ids``: the rows' ids, a 1-D int64
+    tensor). With gradient caching or several processes the trainer embeds the columns itself
+    and calls ``loss.compute_loss_from_embeddings(embeddings, labels, **extras)``. A loss may
+    keep state in buffers or ``get_extra_state`` (saved and restored with it) and may give its
+    own parameters their own optimizer options with ``loss.parameter_groups()`` (a list of
+    ``{"params": [...], "lr": ..., ...}`` dicts, e.g. a trainable temperature with its own
+    learning rate and no weight decay); its other parameters train with the model's options.
+    """
+
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        loss: nn.Module | Callable[[SentenceTransformer], nn.Module],
+        data: TrainingData,
+        config: TrainingConfig | None = None,
+        *,
+        sampler: BatchSampler | None = None,
+        evaluator: Evaluator | None = None,
+        callbacks: Sequence[Callback] = (),
+        name: str = "train",
+        chapter: str | None = None,
+        profile: str | None = None,
+        records_dir: str | os.PathLike | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        if not isinstance(data, TrainingData):
+            raise ConfigError(f"data must be TrainingData (see TrainingData.from_record), got {type(data).__name__}")
+        self.model = model
+        self.config = config or TrainingConfig()
+        self.data = data
+        if isinstance(loss, nn.Module):
+            self.loss = loss
+        elif callable(loss):
+            with torch.random.fork_rng(devices=_cuda_devices()):
+                torch.manual_seed(self.config.seed)
+                self.loss = loss(model)
+            if not isinstance(self.loss, nn.Module):
+                raise ConfigError(f"the loss factory returned a {type(self.loss).__name__}, not a torch module")
+        else:
+            raise ConfigError(f"loss must be a loss module or a callable model -> loss, got {type(loss).__name__}")
+        self.extras = tuple(getattr(self.loss, "batch_extras", ()))
+        unknown = sorted(set(self.extras) - set(BATCH_EXTRAS))
+        if unknown:
+            raise ConfigError(
+                f"{type(self.loss).__name__} asks for batch extras {unknown}; the trainer provides {list(BATCH_EXTRAS)}"
+            )
+        self.sampler = sampler if sampler is not None else RandomBatchSampler()
+        self.evaluator = evaluator
+        self.callbacks = list(callbacks)
+        names = [cb.name for cb in self.callbacks]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"callback names must be distinct (their state is saved by name), got {names}")
+        self.name, self.chapter, self.profile = name, chapter, profile
+        self.records_dir = records_dir
+        self.show_progress = show_progress
+        self.procs = Processes(device=model.device)
+        self.scaler: torch.amp.GradScaler | None = None
+        self.state: TrainerState | None = None
+        self.output_dir: Path | None = None
+        self._initial_fingerprint: str | None = None
+        self._plan: list[np.ndarray] | None = None
+        self._groups: list[dict[str, Any]] | None = None  # optimizer parameter groups, set up by train()
+        self._trained = False
+
+    # ------------------------------------------------------------------ identity
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that decides the trained model: the configuration (less output-only options),
+        the loss and its options, the sampler and its options, the data and the initial weights."""
+        if self._initial_fingerprint is None:
+            self._initial_fingerprint = fingerprint(self.model)
+        get_config = getattr(self.loss, "get_config_dict", None)
+        return {
+            "config": {k: v for k, v in self.config.to_dict().items() if k not in _RESULT_ONLY},
+            "loss": {
+                "class": f"{type(self.loss).__module__}.{type(self.loss).__qualname__}",
+                "options": get_config() if get_config is not None else None,
+            },
+            "sampler": self.sampler.config(),
+            "data": {
+                "name": self.data.name,
+                "rows": len(self.data),
+                "columns": self.data.column_names,
+                "fingerprint": self.data.fingerprint(),
+            },
+            "initial_model": self._initial_fingerprint,
+        }
+
+    def stage(self, name: str = "train", upstream: Sequence[Stage] = ()) -> Stage:
+        """This run as an artifact-cache stage (its key changes with anything :meth:`describe` covers)."""
+        return Stage(name, self.describe(), upstream=tuple(upstream))
+
+    def train_cached(
+        self, cache: ArtifactCache | None = None, stage_name: str = "train", upstream: Sequence[Stage] = ()
+    ) -> TrainingResult:
+        """:meth:`train` inside the artifact cache: reuse a finished identical run, resume an interrupted one."""
+        cache = cache or ArtifactCache()
+        stage = self.stage(stage_name, upstream)
+        return self.train(cache.get_or_build(stage, self.train, resume=True))
+
+    # ------------------------------------------------------------------ training
+
+    def train(self, output_dir: str | os.PathLike) -> TrainingResult:
+        """Train into ``output_dir``: fresh, continued from its last checkpoint, or loaded when finished."""
+        self.output_dir = Path(output_dir)
+        self._setup_processes()
+        run_key = stable_hash(self.describe())
+        finished = self._read_finished(run_key)
+        if finished is not None:
+            return finished
+        if self._trained:
+            raise ConfigError("this Trainer has trained its model already: build a new Trainer (and model) for another run")
+        record_dir = self.records_dir if self.records_dir is not None else self.output_dir
+        recording = contextlib.nullcontext(None)
+        if self.procs.is_main:
+            recording = recorded_run(
+                record_dir,
+                kind="training",
+                name=self.name,
+                chapter=self.chapter,
+                profile=self.profile,
+                config={"run": self.describe(), "output_dir": str(self.output_dir)},
+                seed=self.config.seed,
+            )
+        with recording as record:
+            started = time.perf_counter()
+            resumed_from = self._prepare(run_key)
+            rows = self._loop()
+            self._finish()
+            self._trained = True
+            if record is not None:
+                seconds = time.perf_counter() - started
+                record.config.update(
+                    resumed_from_step=resumed_from,
+                    steps=self.state.global_step,
+                    rows_trained_by_this_process=rows,
+                    pairs_per_s=round(rows / seconds, 3) if seconds > 0 else None,
+                    processes=self.procs.world_size,
+                )
+        return self._result(resumed_from)
+
+    def step_gradients(self, batches: Sequence[Sequence[int]]) -> float:
+        """The gradients one optimizer step computes from ``batches`` (lists of row indices into the
+        data, accumulated as ``gradient_accumulation_steps`` batches are), with gradient caching,
+        gathering and summing over processes as in training; left in the parameters' ``.grad``
+        (zeroed first). Returns the batches' mean loss. No optimizer step is taken."""
+        if self._groups is None:
+            self._setup_processes()
+        self.model.train()
+        self.loss.train()
+        for p in self._params:
+            p.grad = None
+        values = [self._backward(np.asarray(rows, dtype=np.int64), 1.0 / len(batches)) for rows in batches]
+        self._reduce_gradients()
+        return sum(values) / len(values)
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64, precision: str = "auto") -> np.ndarray:
+        """Embeddings of ``texts`` by the current model (evaluation mode, no gradients, no cache),
+        without touching the training's random state: for re-encoding samplers and callbacks."""
+        with self.inference():
+            return encode_texts(
+                self.model, list(texts), batch_size=batch_size, precision=precision, cache=False, show_progress=False
+            )
+
+    @contextlib.contextmanager
+    def inference(self) -> Iterator[None]:
+        """Evaluation mode, no gradients, random generators forked (restored afterwards)."""
+        modes = [(m, m.training) for m in [*self.model.modules(), *self.loss.modules()]]
+        try:
+            with torch.no_grad(), torch.random.fork_rng(devices=_cuda_devices()):
+                self.model.eval()
+                yield
+        finally:
+            for module, training in modes:
+                module.training = training
+
+    # ------------------------------------------------------------------ setup and resume
+
+    def _setup_processes(self) -> None:
+        """Join the process group (if launched by torchrun/accelerate) and check the loss can run there."""
+        self.procs = distributed.setup(self.model.device)
+        if self.procs.distributed:
+            self.model.to(self.procs.device)
+            self.loss.to(self.procs.device)
+        embeds_itself = self.procs.distributed or self.config.gradient_cache_chunk is not None
+        if embeds_itself and not callable(getattr(self.loss, "compute_loss_from_embeddings", None)):
+            raise ConfigError(
+                f"{type(self.loss).__name__} has no compute_loss_from_embeddings, which gradient caching "
+                "and training on several processes need"
+            )
+        self._groups = self._parameter_groups()
+
+    def _prepare(self, run_key: str) -> int | None:
+        cfg = self.config
+        seed_everything(cfg.seed + self.procs.rank)
+        self.sampler.seed(cfg.seed)
+        self.model.train()
+        self.loss.train()
+        self.optimizer = self._build_optimizer()
+        self.scaler = torch.amp.GradScaler(self.procs.device.type) if cfg.precision == "fp16" else None
+        checkpoint = latest_checkpoint(self.output_dir)
+        if checkpoint is None:
+            self._plan = self._plan_epoch()
+            steps_per_epoch = math.ceil(len(self._plan) / cfg.gradient_accumulation_steps)
+            total = cfg.epochs * steps_per_epoch
+            if cfg.max_steps is not None:
+                total = min(total, cfg.max_steps)
+            self.state = TrainerState(run_key, self.procs.world_size, total, steps_per_epoch)
+            self.scheduler = self._build_scheduler(total)
+            resumed_from = None
+        else:
+            resumed_from = self._restore(checkpoint, run_key)
+        for cb in self.callbacks:
+            cb.on_train_begin(self)
+        return resumed_from
+
+    def _parameter_groups(self) -> list[dict[str, Any]]:
+        """Optimizer groups: weight matrices (weight decay), biases and LayerNorm weights (none),
+        then the loss's own ``parameter_groups()``; sets the parameter lists the step uses."""
+        cfg = self.config
+        model_ids = {id(p) for p in self.model.parameters()}
+        custom = [dict(g, params=list(g["params"])) for g in getattr(self.loss, "parameter_groups", list)()]
+        custom_ids = {id(p) for group in custom for p in group["params"]}
+        own = {id(p) for p in self.loss.parameters() if id(p) not in model_ids}
+        if not custom_ids <= own:
+            raise ConfigError(f"{type(self.loss).__name__}.parameter_groups() may only list the loss's own parameters")
+        decay, no_decay, seen = [], [], set(custom_ids)
+        for module in [*self.model.modules(), *self.loss.modules()]:
+            for pname, p in module.named_parameters(recurse=False):
+                if p.requires_grad and id(p) not in seen:
+                    seen.add(id(p))
+                    (no_decay if pname == "bias" or isinstance(module, nn.LayerNorm) else decay).append(p)
+        groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        groups = [g for g in groups if g["params"]] + custom
+        self._params = [p for g in groups for p in g["params"]]
+        self._model_params = [p for p in self._params if id(p) in model_ids]
+        self._loss_params = [p for p in self._params if id(p) not in model_ids]
+        return groups
+
+    def _build_optimizer(self) -> torch.optim.Optimizer:
+        cfg = self.config
+        # the fused kernel (as the HF trainer's default "adamw_torch_fused"): one pass over all parameters
+        fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in self._params)
+        kwargs = {"lr": cfg.learning_rate, "betas": cfg.adam_betas, "eps": cfg.adam_epsilon, "fused": fused}
+        if cfg.optimizer == "adamw":
+            return torch.optim.AdamW(self._groups, weight_decay=cfg.weight_decay, **kwargs)
+        return torch.optim.Adam(self._groups, **kwargs)
+
+    def _build_scheduler(self, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+        warmup = math.ceil(total_steps * self.config.warmup_ratio)
+        schedule = WarmupSchedule(self.config.scheduler, warmup, total_steps)
+        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule)
+
+    def _plan_epoch(self) -> list[np.ndarray]:
+        plan = None
+        if self.procs.is_main:
+            encode = self.encode if self.sampler.reencodes else None
+            plan = self.sampler.epoch_batches(self.data, self.config.batch_size, encode)
+        return distributed.broadcast(plan, self.procs)
+
+    def _restore(self, folder: Path, run_key: str) -> int:
+        tree = load_state(folder)
+        saved = tree["trainer"]
+        if tree.get("format") != CHECKPOINT_FORMAT or saved.get("run_key") != run_key:
+            raise ConfigError(
+                f"{self.output_dir} holds checkpoints of another run (a different configuration, loss, sampler, "
+                "data or initial model): give this run its own output folder, or delete that one to start over"
+            )
+        if saved["world_size"] != self.procs.world_size:
+            raise ConfigError(
+                f"{folder} was written by {saved['world_size']} process(es); resume it with the same number "
+                f"(this run has {self.procs.world_size})"
+            )
+        self.state = TrainerState(**saved)
+        self.model.load_state_dict(tree["model"])
+        own = tree["loss"]
+        missing, unexpected = self.loss.load_state_dict(own, strict=False)
+        missing = [k for k in missing if not k.startswith(_model_prefixes(self.loss, self.model))]
+        if missing or unexpected:
+            found = f"missing {missing}, unexpected {unexpected}"
+            raise DataFormatError(folder, None, f"the state of {type(self.loss).__name__}", found)
+        # the scheduler first: building it sets the groups' learning rate to that of step 0, which
+        # the optimizer's state then overwrites with the rate the interrupted run was at
+        self.scheduler = self._build_scheduler(self.state.total_steps)
+        self.optimizer.load_state_dict(tree["optimizer"])
+        self.scheduler.load_state_dict(tree["scheduler"])
+        if self.scaler is not None:
+            self.scaler.load_state_dict(tree["scaler"])
+        self.sampler.load_state_dict(tree["sampler"])
+        saved_callbacks = tree["callbacks"]
+        for cb in self.callbacks:
+            if cb.name in saved_callbacks:
+                cb.load_state_dict(saved_callbacks[cb.name])
+        set_rng_state(tree["rng"][self.procs.rank])
+        plan = tree["plan"]
+        self._plan = None if plan is None else list(np.split(plan["rows"].numpy(), plan["offsets"].numpy()[1:-1]))
+        return self.state.global_step
+
+    def _read_finished(self, run_key: str) -> TrainingResult | None:
+        path = self.output_dir / STATE_FILE
+        if not path.is_file():
+            return None
+        saved = _read_json(path)
+        if saved["state"]["run_key"] != run_key:
+            raise ConfigError(
+                f"{self.output_dir} holds a finished run with another configuration, loss, sampler, data or "
+                "initial model: give this run its own output folder, or delete that one to start over"
+            )
+        self.state = TrainerState(**saved["state"])
+        finished = SentenceTransformer(str(self.output_dir / "model"), device=str(self.model.device))
+        self.model.load_state_dict(finished.state_dict())
+        return self._result(None)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _loop(self) -> int:
+        """Train until done; returns the number of rows this process trained on."""
+        st, cfg = self.state, self.config
+        bar = tqdm(
+            total=st.total_steps,
+            initial=st.global_step,
+            unit="step",
+            desc=self.name,
+            dynamic_ncols=True,
+            disable=not (self.show_progress and self.procs.is_main),
+        )
+        rows_total, rows_window, window_start = 0, 0, time.perf_counter()
+        last_eval_step = st.evaluations[-1]["step"] if st.evaluations else None
+        try:
+            while not st.done:
+                if self._plan is None:
+                    self._plan = self._plan_epoch()
+                    st.batches_done = 0
+                plan = self._plan
+                epoch_steps = math.ceil(len(plan) / cfg.gradient_accumulation_steps)
+                eval_points = cfg.eval_points(epoch_steps)
+                while st.batches_done < len(plan) and not st.done:
+                    group = plan[st.batches_done : st.batches_done + cfg.gradient_accumulation_steps]
+                    value = self._optimizer_step(group)
+                    rows = sum(len(b) for b in group)
+                    rows_total, rows_window = rows_total + rows, rows_window + rows
+                    st.batches_done += len(group)
+                    st.global_step += 1
+                    progress = st.epoch + st.batches_done / len(plan)
+                    st.loss_sum_since_log += value
+                    st.steps_since_log += 1
+                    st.loss_sum_since_eval += value
+                    st.steps_since_eval += 1
+                    epoch_end = st.batches_done == len(plan)
+                    last = st.global_step >= st.total_steps or (epoch_end and st.epoch + 1 == cfg.epochs)
+                    for cb in self.callbacks:
+                        cb.on_step_end(self)
+                    if st.global_step % cfg.log_steps == 0 or last:
+                        now = time.perf_counter()
+                        pairs_per_s = rows_window / max(now - window_start, 1e-9)
+                        self._log(progress, bar, pairs_per_s)
+                        rows_window, window_start = 0, now
+                    step_in_epoch = math.ceil(st.batches_done / cfg.gradient_accumulation_steps)
+                    evaluate = step_in_epoch in eval_points or (
+                        cfg.eval_steps is not None and st.global_step % cfg.eval_steps == 0
+                    )
+                    evaluate = evaluate or (last and self._evaluates and last_eval_step != st.global_step)
+                    if evaluate:
+                        self._evaluate(progress, bar)
+                        last_eval_step = st.global_step
+                    if epoch_end:
+                        st.epoch += 1
+                        self._plan = None
+                    if last or st.stopped_early:
+                        st.done = True
+                    if evaluate or epoch_end or st.done or (
+                        cfg.checkpoint_steps is not None and st.global_step % cfg.checkpoint_steps == 0
+                    ):
+                        self._save_checkpoint()
+                    bar.update(1)
+        finally:
+            bar.close()
+        return rows_total
+
+    @property
+    def _evaluates(self) -> bool:
+        cfg = self.config
+        return self.evaluator is not None or cfg.eval_fraction is not None or cfg.eval_steps is not None
+
+    def _optimizer_step(self, group: list[np.ndarray]) -> float:
+        """One optimizer step over ``group`` (the accumulated batches); returns their mean loss."""
+        value = self.step_gradients(group)
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+        if self.config.max_grad_norm is not None:
+            nn.utils.clip_grad_norm_(self._params, self.config.max_grad_norm)
+        stepped = True
+        if self.scaler is not None:
+            scale = self.scaler.get_scale()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            stepped = self.scaler.get_scale() >= scale  # a lowered scale means inf/nan gradients: step skipped
+        else:
+            self.optimizer.step()
+        self._last_lr = self.scheduler.get_last_lr()[0]  # the rate this step used (the first group's)
+        if stepped:  # as the HF trainer: a step the scaler skipped does not advance the schedule
+            self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return value
+
+    def _reduce_gradients(self) -> None:
+        """Sum the model's gradients over the processes; average the loss's own (already complete)."""
+        distributed.all_reduce_gradients(self._model_params, self.procs, average=False)
+        distributed.all_reduce_gradients(self._loss_params, self.procs, average=True)
+
+    def _backward(self, rows: np.ndarray, weight: float) -> float:
+        """Loss of one batch and its gradients (times ``weight``); returns the batch's loss."""
+        device, chunk = self.procs.device, self.config.gradient_cache_chunk
+        labels = None
+        if self.data.labels is not None:
+            labels = torch.as_tensor(self.data.labels[rows], device=device)
+        extras = {"ids": torch.as_tensor(self.data.ids[rows], device=device)}
+        extras = {name: extras[name] for name in self.extras}
+        local = distributed.shard(rows, self.procs)
+        features = [self._tokenize(texts) for texts in self.data.batch_texts(local)] if len(local) else []
+        with self._autocast():
+            if not (self.procs.distributed or chunk):
+                value = self.loss(features, labels, **extras)
+                self._scaled_backward(value * weight)
+                return float(value.detach())
+            cached = []
+            if not len(local):
+                dim = self.model.get_embedding_dimension()
+                leaves = [torch.zeros(0, dim, device=device, requires_grad=True) for _ in self.data.columns]
+            elif chunk:
+                for column in features:
+                    chunks = chunk_features(column, chunk)
+                    embeddings, states = embed_without_graph(self.model, chunks)
+                    cached.append((chunks, states, embeddings.detach().requires_grad_()))
+                leaves = [leaf for _, _, leaf in cached]
+            else:
+                leaves = embed_columns(self.model, features)
+            gathered = [distributed.gather_rows(e, self.procs) for e in leaves]
+            value = self.loss.compute_loss_from_embeddings(gathered, labels, **extras)
+        self._scaled_backward(value * weight)
+        with self._autocast():
+            for chunks, states, leaf in cached:
+                if leaf.grad is not None:  # a column the loss does not use has no gradient to pass on
+                    backward_through_chunks(self.model, chunks, states, leaf.grad)
+        return float(value.detach())
+
+    def _tokenize(self, texts: list[str]) -> dict[str, Any]:
+        features = self.model.preprocess(texts)
+        return {k: v.to(self.procs.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+
+    def _autocast(self):
+        precision = self.config.precision
+        if precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        return torch.autocast(device_type=self.procs.device.type, dtype=dtype)
+
+    def _scaled_backward(self, value: torch.Tensor) -> None:
+        (self.scaler.scale(value) if self.scaler is not None else value).backward()
+
+    # ------------------------------------------------------------------ logging, evaluation
+
+    def _log(self, progress: float, bar: tqdm, pairs_per_s: float) -> None:
+        st = self.state
+        entry = {
+            "step": st.global_step,
+            "epoch": round(progress, 6),
+            "loss": st.loss_sum_since_log / st.steps_since_log,
+            "lr": self._last_lr,
+        }
+        st.losses.append(entry)
+        st.loss_sum_since_log, st.steps_since_log = 0.0, 0
+        bar.set_postfix(loss=f"{entry['loss']:.4f}", lr=f"{entry['lr']:.2e}", pairs_per_s=f"{pairs_per_s:.1f}")
+
+    def _evaluate(self, progress: float, bar: tqdm) -> None:
+        st, cfg = self.state, self.config
+        metrics: dict[str, float] = {}
+        if self.evaluator is not None and self.procs.is_main:
+            with self.inference():
+                metrics = _checked_metrics(self.evaluator(self.model))
+        metrics = distributed.broadcast(metrics, self.procs)
+        train_loss = st.loss_sum_since_eval / st.steps_since_eval if st.steps_since_eval else None
+        entry = {"step": st.global_step, "epoch": round(progress, 6), **metrics, "train_loss": train_loss}
+        st.loss_sum_since_eval, st.steps_since_eval = 0.0, 0
+        st.evaluations.append(entry)
+        if cfg.metric_for_best is not None:
+            value = entry.get(cfg.metric_for_best)
+            if value is None:
+                raise ConfigError(
+                    f"metric_for_best {cfg.metric_for_best!r} is not among the evaluation's metrics: {sorted(entry)}"
+                )
+            better = not math.isnan(value) and (
+                st.best_metric is None or (value > st.best_metric if cfg.greater_is_better else value < st.best_metric)
+            )
+            if better:
+                st.best_metric, st.best_step = value, st.global_step
+                self._save_best()
+            elif (
+                cfg.early_stopping_patience is not None
+                and st.global_step - (st.best_step or 0) >= cfg.early_stopping_patience
+            ):
+                st.stopped_early = True
+        for cb in self.callbacks:
+            cb.on_evaluate(self, entry)
+        shown = {k: v for k, v in entry.items() if k not in ("step", "epoch") and isinstance(v, float)}
+        bar.write(f"step {st.global_step} (epoch {progress:.2f}): " + ", ".join(f"{k} {v:.4f}" for k, v in shown.items()))
+
+    # ------------------------------------------------------------------ saving
+
+    def _save_checkpoint(self) -> None:
+        rngs = distributed.all_gather_objects(rng_state(), self.procs)
+        if self.procs.is_main:
+            plan = None
+            if self._plan is not None:
+                offsets = np.cumsum([0] + [len(b) for b in self._plan])
+                plan = {"rows": torch.from_numpy(np.concatenate(self._plan)), "offsets": torch.from_numpy(offsets)}
+            tree = {
+                "format": CHECKPOINT_FORMAT,
+                "trainer": asdict(self.state),
+                "plan": plan,
+                "model": self.model.state_dict(),
+                "loss": _loss_own_state(self.loss, self.model),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                "sampler": self.sampler.state_dict(),
+                "callbacks": {cb.name: cb.state_dict() for cb in self.callbacks},
+                "rng": rngs,
+            }
+            folder = self.output_dir / "checkpoints" / f"checkpoint-{self.state.global_step:08d}"
+            with atomic_directory(folder) as tmp:
+                save_state(tmp, tree)
+            kept = checkpoints(self.output_dir)[-self.config.keep_checkpoints :]
+            for old in checkpoints(self.output_dir):
+                if old not in kept:
+                    shutil.rmtree(old, ignore_errors=True)
+            self._prune_best()
+        distributed.barrier(self.procs)
+
+    def _save_best(self) -> None:
+        if self.procs.is_main:
+            with atomic_directory(self._best_dir(self.state.global_step)) as tmp:
+                save_state(tmp, {"model": self.model.state_dict()})
+                atomic_write_json(tmp / "best.json", self.state.evaluations[-1])
+
+    def _best_dir(self, step: int) -> Path:
+        return self.output_dir / "best" / f"step-{step:08d}"
+
+    def _prune_best(self) -> None:
+        """Remove best weights other than the current best's (called once a checkpoint names it)."""
+        keep = self._best_dir(self.state.best_step) if self.state.best_step is not None else None
+        for folder in sorted((self.output_dir / "best").glob("step-*")):
+            if folder != keep:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def _finish(self) -> None:
+        st = self.state
+        if st.best_step is not None:
+            best = load_state(self._best_dir(st.best_step))
+            self.model.load_state_dict(best["model"])
+        distributed.barrier(self.procs)
+        if self.procs.is_main:
+            with atomic_directory(self.output_dir / "model") as tmp:
+                self.model.save(str(tmp), create_model_card=False)
+            atomic_write_json(self.output_dir / STATE_FILE, {"state": asdict(st), "run": self.describe()})
+            shutil.rmtree(self.output_dir / "checkpoints", ignore_errors=True)
+            shutil.rmtree(self.output_dir / "best", ignore_errors=True)
+        for cb in self.callbacks:
+            cb.on_train_end(self)
+        distributed.barrier(self.procs)
+
+    def _result(self, resumed_from: int | None) -> TrainingResult:
+        st = self.state
+        return TrainingResult(
+            output_dir=self.output_dir,
+            model_dir=self.output_dir / "model",
+            global_step=st.global_step,
+            epochs=st.epoch,
+            best_metric=st.best_metric,
+            best_step=st.best_step,
+            stopped_early=st.stopped_early,
+            evaluations=[dict(e) for e in st.evaluations],
+            losses=[dict(e) for e in st.losses],
+            resumed_from_step=resumed_from,
+        )
+
+
+def checkpoints(output_dir: str | os.PathLike) -> list[Path]:
+    """The complete checkpoints in ``output_dir``, oldest first (temporary folders are not listed)."""
+    folder = Path(output_dir) / "checkpoints"
+    return sorted(p for p in folder.glob("checkpoint-*") if p.is_dir()) if folder.is_dir() else []
+
+
+def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint in ``output_dir``, or None."""
+    found = checkpoints(output_dir)
+    return found[-1] if found else None
+
+
+def _loss_own_state(loss: nn.Module, model: nn.Module) -> dict[str, Any]:
+    """The loss's state without the model's (a loss holds the model it trains as a submodule)."""
+    prefixes = _model_prefixes(loss, model)
+    return {k: v for k, v in loss.state_dict().items() if not k.startswith(prefixes)}
+
+
+def _model_prefixes(loss: nn.Module, model: nn.Module) -> tuple[str, ...]:
+    return tuple(f"{name}." for name, module in loss.named_modules(remove_duplicate=False) if module is model and name)
+
+
+def _checked_metrics(metrics: Any) -> dict[str, float]:
+    if not isinstance(metrics, dict):
+        raise ConfigError(f"the evaluator must return a dict of metric name -> number, got {type(metrics).__name__}")
+    out = {}
+    for key, value in metrics.items():
+        if key in ("step", "epoch", "train_loss") or not isinstance(key, str):
+            raise ConfigError(f"the evaluator returned the metric name {key!r}, which is reserved or not a string")
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise ConfigError(f"the evaluator returned {key!r} = {value!r}; expected a number")
+        out[key] = float(value)
+    return out
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, exc.lineno, "JSON", exc.msg) from None
+
+
+def _cuda_devices() -> list[int]:
+    return [torch.cuda.current_device()] if torch.cuda.is_available() else []
+
+
+__all__ = [
+    "BATCH_EXTRAS",
+    "Evaluator",
+    "Trainer",
+    "TrainerState",
+    "TrainingResult",
+    "WarmupSchedule",
+    "checkpoints",
+    "latest_checkpoint",
+    "seed_everything",
+    "sts_evaluator",
+]
