@@ -1,8 +1,15 @@
-r"""Baselines that need no training: BERT-whitening (Su et al. 2021, "Whitening Sentence
-Representations for Better Semantics and Faster Retrieval", Algorithm 1 "Whitening-k").
+r"""Baselines that need no training: SimCSE's "first-last avg." pooling of a pretrained (or
+trained) encoder, and BERT-whitening (Su et al. 2021, "Whitening Sentence Representations for
+Better Semantics and Faster Retrieval", Algorithm 1 "Whitening-k").
 
-Given sentence embeddings :math:`\{x_i\}_{i=1}^N` (rows), whitening maps them to zero mean and
-identity covariance:
+**First-last avg.** :func:`pooled_encoder` puts another pooling on an encoder's transformer:
+``first_last_avg`` is the pooling behind the "BERT/RoBERTa (first-last avg.)" rows of SimCSE's
+STS table (Gao et al. 2021), which the MNRL-SBERT paper cites, and the pooling SimCSE whitened
+(its Appendix C: "following the same pooling method in Su et al., i.e. first-last average
+pooling"); see :mod:`sentcl.models` for the poolings.
+
+**Whitening.** Given sentence embeddings :math:`\{x_i\}_{i=1}^N` (rows), whitening maps them to
+zero mean and identity covariance:
 
 .. math::
 
@@ -15,16 +22,28 @@ dimension to k ("Whitening-k"). The covariance uses 1/N as the paper's equation;
 code uses ``np.cov`` (1/(N − 1)), which scales every whitened vector by the same factor
 :math:`\sqrt{(N-1)/N}` and so changes no cosine similarity. The sign of each column of U is fixed
 (its largest-magnitude entry made positive) so that a fit is the same on every LAPACK build.
+
+**Which sentences the kernel is fitted on** is the method's one choice. Su et al. offer the
+"target" variant (the evaluation set's own sentences) and the "NLI" variant (every sentence of
+SNLI train/dev/test and MultiNLI train, repeats included, ``eng/eval.py``); SimCSE reports the
+NLI variant in its main table (its Table C.1 shows "target" is worse in the "all" setting), and
+those are the BERT-whitening rows the MNRL-SBERT paper cites. :func:`fit_whitening_on_texts`
+fits on any list of sentences, repeats counted, embedding each distinct sentence once and
+accumulating the moments chunk by chunk (the NLI set has ~1.9 M sentence occurrences).
 """
 
 from __future__ import annotations
 
+import os
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sentcl.errors import ConfigError
+from .errors import ConfigError
+from .evaluation.common import Embed
 
 
 @dataclass(frozen=True)
@@ -51,39 +70,112 @@ def _as_matrix(embeddings: ArrayLike, what: str) -> np.ndarray:
     return x
 
 
-def fit_whitening(embeddings: ArrayLike, k: int | None = None, rtol: float = 1e-10) -> Whitening:
+class _Moments:
+    """Weighted first and second moments of embeddings, accumulated chunk by chunk in float64.
+
+    Sums are taken around a shift (the first chunk's weighted mean), so that the covariance of
+    embeddings with a large common mean (anisotropic BERT embeddings) keeps its precision.
+    """
+
+    def __init__(self) -> None:
+        self.weight = 0.0
+        self.count = 0
+        self.shift: np.ndarray | None = None
+        self.sum: np.ndarray | None = None
+        self.outer: np.ndarray | None = None
+
+    def add(self, x: np.ndarray, weights: np.ndarray | None = None) -> None:
+        x = x.astype(np.float64)
+        w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=np.float64)
+        if self.shift is None:
+            self.shift = (w @ x) / w.sum()
+            self.sum = np.zeros(x.shape[1])
+            self.outer = np.zeros((x.shape[1], x.shape[1]))
+        elif x.shape[1] != self.shift.shape[0]:
+            raise ConfigError(f"embeddings of dimension {x.shape[1]} after embeddings of dimension {self.shift.shape[0]}")
+        centred = x - self.shift
+        self.sum += w @ centred
+        self.outer += (centred * w[:, None]).T @ centred
+        self.weight += float(w.sum())
+        self.count += len(x)
+
+    def whitening(self, k: int | None, rtol: float) -> Whitening:
+        if self.count < 2:
+            raise ConfigError(f"whitening needs at least 2 embeddings to estimate a covariance, got {self.count}")
+        d = self.shift.shape[0]
+        k = d if k is None else k
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
+            raise ConfigError(f"k must be an integer in [1, {d}] (the embedding dimension), got {k!r}")
+        offset = self.sum / self.weight  # μ − shift
+        mu = self.shift + offset
+        covariance = self.outer / self.weight - np.outer(offset, offset)
+        u, variances, _ = np.linalg.svd(covariance)
+        rank = int(np.sum(variances > rtol * variances[0])) if variances[0] > 0 else 0
+        if rank < k:
+            raise ConfigError(
+                f"the covariance of the {self.count} embeddings has {rank} non-negligible variances, fewer than "
+                f"k = {k}: fit on more (and more varied) embeddings or choose k ≤ {rank}"
+            )
+        u, variances = u[:, :k], variances[:k]
+        signs = np.sign(u[np.argmax(np.abs(u), axis=0), np.arange(k)])
+        kernel = (u * signs) / np.sqrt(variances)
+        return Whitening(mu=mu, kernel=kernel, variances=variances)
+
+
+def fit_whitening(
+    embeddings: ArrayLike,
+    k: int | None = None,
+    rtol: float = 1e-10,
+    weights: ArrayLike | None = None,
+    chunk_rows: int = 65536,
+) -> Whitening:
     """Fit BERT-whitening (Su et al. 2021, Algorithm 1) on ``embeddings`` (N, d): μ and W = U Λ^{-1/2}.
 
     Args:
         embeddings: the sentence embeddings to fit on, any array (numpy, memory-mapped, CPU tensor).
         k: keep the first k columns of W (the k largest-variance directions); None keeps all d.
         rtol: a direction whose variance is below ``rtol`` times the largest counts as absent.
+        weights: one non-negative weight per row (e.g. how often a distinct sentence occurs in the
+            fit set); μ and Σ are then weighted means. None: every row counts once.
+        chunk_rows: rows converted to float64 at a time (memory stays O(chunk_rows · d + d²)).
 
     Raises:
         ConfigError: k is not in [1, d], or Σ has fewer than k non-negligible variances (e.g. fewer
             than d + 1 embeddings): those directions cannot be scaled to unit variance.
     """
-    x = _as_matrix(embeddings, "embeddings").astype(np.float64)
-    n, d = x.shape
-    if n < 2:
-        raise ConfigError(f"whitening needs at least 2 embeddings to estimate a covariance, got {n}")
-    k = d if k is None else k
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= d:
-        raise ConfigError(f"k must be an integer in [1, {d}] (the embedding dimension), got {k!r}")
-    mu = x.mean(axis=0)
-    centred = x - mu
-    covariance = centred.T @ centred / n
-    u, variances, _ = np.linalg.svd(covariance)
-    rank = int(np.sum(variances > rtol * variances[0])) if variances[0] > 0 else 0
-    if rank < k:
-        raise ConfigError(
-            f"the covariance of the {n} embeddings has {rank} non-negligible variances, fewer than k = {k}: "
-            f"fit on more (and more varied) embeddings or choose k ≤ {rank}"
-        )
-    u, variances = u[:, :k], variances[:k]
-    signs = np.sign(u[np.argmax(np.abs(u), axis=0), np.arange(k)])
-    kernel = (u * signs) / np.sqrt(variances)
-    return Whitening(mu=mu, kernel=kernel, variances=variances)
+    x = _as_matrix(embeddings, "embeddings")
+    w = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(x),) or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+            raise ConfigError(f"weights must be {len(x)} finite non-negative numbers, not all zero (got shape {w.shape})")
+    moments = _Moments()
+    for start in range(0, len(x), chunk_rows):
+        moments.add(x[start : start + chunk_rows], None if w is None else w[start : start + chunk_rows])
+    return moments.whitening(k, rtol)
+
+
+def fit_whitening_on_texts(
+    embed: Embed, texts: Sequence[str], k: int | None = None, rtol: float = 1e-10, chunk_texts: int = 100_000
+) -> Whitening:
+    """Fit whitening on the embeddings of ``texts``, each occurrence counted (as Su et al.'s NLI fit).
+
+    Each distinct text is embedded once (``embed`` is called on chunks of ``chunk_texts`` distinct
+    texts, so the whole set never has to be in memory) and weighted by its number of occurrences:
+    the same μ and Σ as embedding every occurrence.
+    """
+    if isinstance(texts, str) or not len(texts):
+        raise ConfigError("fit_whitening_on_texts needs a non-empty sequence of texts")
+    counted = Counter(texts)
+    distinct = list(counted)
+    moments = _Moments()
+    for start in range(0, len(distinct), chunk_texts):
+        chunk = distinct[start : start + chunk_texts]
+        vectors = _as_matrix(embed(chunk), "the embeddings of the fit texts")
+        if len(vectors) != len(chunk):
+            raise ConfigError(f"embed returned {len(vectors)} rows for {len(chunk)} texts")
+        moments.add(vectors, np.array([counted[t] for t in chunk], dtype=np.float64))
+    return moments.whitening(k, rtol)
 
 
 def whiten(embeddings: ArrayLike, whitening: Whitening) -> np.ndarray:
@@ -98,3 +190,50 @@ def whiten(embeddings: ArrayLike, whitening: Whitening) -> np.ndarray:
         )
     out_dtype = np.result_type(x.dtype, np.float32)
     return ((x.astype(np.float64) - whitening.mu) @ whitening.kernel).astype(out_dtype)
+
+
+def whitened(embed: Embed, whitening: Whitening) -> Embed:
+    """An embedder whose output is whitened: ``texts -> whiten(embed(texts), whitening)``."""
+
+    def embed_whitened(texts: Sequence[str]) -> np.ndarray:
+        return whiten(embed(texts), whitening)
+
+    return embed_whitened
+
+
+def pooled_encoder(model, pooling: str, max_seq_length: int | None = None):
+    """``model``'s transformer with ``pooling`` (one of :data:`sentcl.models.POOLINGS`).
+
+    ``model`` is a SentenceTransformer (e.g. a model this project trained, or all-MiniLM-L6-v2),
+    or anything :func:`sentcl.models.load_encoder` loads (a hub id, a directory, ``tiny``). A
+    model that already pools that way is returned as it is. Otherwise its transformer is written
+    once, as a plain transformers checkpoint, under ``cache_root()/models/transformer-<fingerprint>``
+    and loaded from there with the new pooling: the weights are the model's, only the pooling
+    changes (e.g. SimCSE's first-last avg. of a trained SBERT, the "SBERT-whitening" rows).
+    ``max_seq_length`` truncates inputs (default: the model's own).
+    """
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+
+    from .artifacts import atomic_directory
+    from .models import POOLINGS, fingerprint, load_encoder, pooling_of
+    from .paths import cache_root
+
+    if pooling not in POOLINGS:
+        raise ConfigError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    if not isinstance(model, SentenceTransformer):
+        try:  # a plain checkpoint takes any pooling
+            return load_encoder(model, pooling=pooling, max_seq_length=max_seq_length)
+        except ConfigError:  # a sentence-transformers model that pools otherwise: re-pool its transformer
+            model = load_encoder(model)
+    length = model.max_seq_length if max_seq_length is None else max_seq_length
+    if pooling_of(model) == pooling and model.max_seq_length == length:
+        return model
+    transformer = next(iter(model), None)
+    if not isinstance(transformer, Transformer):
+        raise ConfigError(f"the model's first module is a {type(transformer).__name__}, not a Transformer: cannot re-pool it")
+    folder = cache_root() / "models" / f"transformer-{fingerprint(model)}"
+    if not (folder / "config.json").is_file():
+        with atomic_directory(folder) as tmp:
+            transformer.save(os.fspath(tmp))
+    return load_encoder(folder, pooling=pooling, max_seq_length=length, device=str(model.device))
