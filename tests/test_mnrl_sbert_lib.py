@@ -1,5 +1,5 @@
 """The library pieces the MNRL-SBERT chapter added: NLI preparation (sentcl.nli), weighted and
-text-based whitening and re-pooling (sentcl.baselines), STS subsets (sentcl.evaluation.sts_subsets)
+text-based whitening and re-pooling (sentcl.baselines), STS subsets (sentcl.evaluation.sts)
 and the paper's orderings checked on our results (sentcl.claims)."""
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from sentcl.data import load, samples_root
 from sentcl.data.records import LabelledPairs, ScoredPairs
 from sentcl.embeddings import encode
 from sentcl.errors import ConfigError
-from sentcl.evaluation.sts import evaluate_sts
-from sentcl.evaluation.sts_subsets import evaluate_sts_datasets, sample_pairs
+from sentcl.evaluation.sts import evaluate_sts, evaluate_sts_datasets, sample_pairs
 from sentcl.models import load_encoder, pooling_of, tiny_checkpoint, tiny_model
 from sentcl.nli import nli_sentences, prepare_nli, sample_rows
 from sentcl.report import compare
@@ -160,7 +159,7 @@ def test_pooled_encoder_keeps_the_weights_and_changes_only_the_pooling():
         pooled_encoder(mean, "max")
 
 
-# --------------------------------------------------------------------------- sentcl.evaluation.sts_subsets
+# --------------------------------------------------------------------------- sentcl.evaluation.sts: subsets, datasets
 
 
 def scored(n=40, seed=0):
@@ -193,7 +192,7 @@ def test_evaluate_sts_datasets_is_the_pooled_spearman_per_task_and_their_mean():
 
     embed.calls = 0
     tasks = {"T1": scored(30, 1), "T2": scored(20, 2)}
-    scores = evaluate_sts_datasets(embed, tasks)
+    scores = evaluate_sts_datasets(embed, tasks)["scores"]
     assert embed.calls == 1  # every distinct sentence of every task in one call
     for name, pairs in tasks.items():
         a, b = np.stack([table[s] for s in pairs.sentences1]), np.stack([table[s] for s in pairs.sentences2])

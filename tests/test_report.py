@@ -137,6 +137,12 @@ def test_comparison_table_labels_cited_rows_and_colours_ours():
     assert "Table 1 of x" in html and "Cited by the paper: [#] Someone (2020)." in html and "Data: some data." in html
 
 
+def test_comparison_table_labels_the_papers_own_rows_not_run():
+    """A row the paper reports as its own result, which this run did not compute, is not a citation."""
+    rows = _Cells(report.comparison_table(report.compare("x", results(), paper=PAPER), "T1").styler.to_html()).rows
+    assert rows == [["Baseline", "paper [#] (cited)", "50.00", "60.00"], ["Ours-paper", "paper (not run)", "70.00", "80.00"]]
+
+
 def test_comparison_table_shows_fractions_with_three_decimals():
     res = results(("T2", "Ranker", "MRR", 0.81, "reproduced"))
     rows = _Cells(report.comparison_table(report.compare("x", res, paper=PAPER), "T2").styler.to_html()).rows

@@ -163,7 +163,8 @@ def comparison_table(
     Lines per row: ``paper`` (the paper's value, with its citation marker where the
     paper cites it) and, when we reproduced the row, ``ours · <profile>`` (± std over
     seeds) and ``Δ``, coloured by agreement; a row we do not recompute shows only
-    ``paper (cited)``; a row only we have shows only ours. The legend explains markers,
+    ``paper (cited)`` (a value the paper cites from another paper) or ``paper (not run)``
+    (one of the paper's own rows this run did not compute); a row only we have shows only ours. The legend explains markers,
     colours, the data used and any notes.
     """
     part = compared[compared["table"] == table]
@@ -178,7 +179,10 @@ def comparison_table(
         reproduced = any(c.status != "cited" for c in present)
         if line == "paper":
             marker = _marker(next((c.source for c in present if c.source), ""))
-            labels.append("paper" + (f" {marker}" if marker else "") + ("" if reproduced else " (cited)"))
+            if reproduced:
+                labels.append("paper" + (f" {marker}" if marker else ""))
+            else:  # a row the paper cites from elsewhere, or one of its own this run did not compute
+                labels.append(f"paper {marker} (cited)" if marker else "paper (not run)")
         elif line == "ours":
             first = next(c for c in present if c.status != "cited")
             what = "sample data" if first.status == "sample-data" else first.profile
@@ -213,7 +217,7 @@ def comparison_table(
         .set_table_styles(
             [
                 {"selector": "td", "props": "text-align: right; white-space: nowrap; padding: 0.15em 0.5em"},
-                {"selector": "th", "props": "text-align: left; white-space: nowrap; padding: 0.15em 0.5em"},
+                {"selector": "th", "props": "text-align: left; vertical-align: top; white-space: nowrap; padding: 0.15em 0.5em"},
                 {"selector": "caption", "props": "caption-side: top; font-weight: bold; text-align: left"},
                 {"selector": "", "props": "margin-left: 0"},
             ]
@@ -230,7 +234,8 @@ def legend(part: pd.DataFrame, thresholds: Sequence[float] = THRESHOLDS) -> list
     if sources:
         items.append("Cited by the paper: " + "; ".join(sources) + ".")
     items.append(
-        "paper (cited): the paper's value, not recomputed here. Δ = ours − paper; "
+        "paper (cited): a value the paper cites from the work marked, not recomputed here; "
+        "paper (not run): the paper's own result, not computed by this run. Δ = ours − paper; "
         f"green |Δ| ≤ {good:g}, amber ≤ {fair:g}, red > {fair:g} points on a 0–100 scale; "
         "grey: sample data, not comparable with the paper."
     )

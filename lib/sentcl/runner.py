@@ -10,7 +10,10 @@ and holds only ``NAME = literal`` lines, among them ``profile``, ``data_dir`` an
     paper: {model: bert-base-uncased, batch_size: 12}
 
 The notebook also needs a ``# Title`` markdown cell (after the parameters cell): the book
-uses it as the page title, and a page without one fails the build.
+uses it as the page title, and a page without one fails the build. The cell after the
+title installs sentcl when the notebook runs on Colab (from the repository named in
+``_config.yml``; torch is left as Colab has it); ``tests/test_notebooks.py`` checks this
+layout for every chapter.
 
 A name the parameters cell does not define (in a profile file or ``-p NAME VALUE``) is
 an error naming the valid ones, and values are checked against the type of the cell's

@@ -82,6 +82,7 @@ class ScoredPairs(_Record):
             scores=self.scores[idx],
             subsets=[name] * len(idx),
             sources=[s for s in self.sources if name in s] or list(self.sources),
+            sample=self.sample,
         )
 
 
@@ -120,6 +121,7 @@ class LabelledPairs(_Record):
             label_names=self.label_names,
             sources=list(self.sources),
             dropped=dict(self.dropped),
+            sample=self.sample,
         )
 
 

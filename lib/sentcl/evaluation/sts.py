@@ -23,7 +23,7 @@ published MTEB scores to within 0.011 on every task (``tests/test_eval_cli.py``)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -44,8 +44,8 @@ STS_TASKS: dict[str, tuple[str, str]] = {
     "SICK-R": ("sickr", "test"),
 }
 SETTINGS = ("all", "mean", "wmean")
-# tasks scored as one pooled set whatever the setting (their subsets are genres, not years' files)
-_POOLED_ONLY = ("STSBenchmark", "SICK-R")
+# datasets scored as one pooled set whatever the setting (their subsets are genres, not years' files)
+_POOLED_ONLY = ("stsbenchmark", "sickr")
 
 
 def cosine_spearman(embeddings1: np.ndarray, embeddings2: np.ndarray, gold: Sequence[float]) -> float:
@@ -121,30 +121,42 @@ def evaluate_sts_tasks(
     setting: str = "all",
     sick_split: str = "test",
 ) -> dict:
-    """The standard seven STS tasks (or ``tasks``), Spearman ×100, and their average.
+    """The standard seven STS tasks (or ``tasks``) loaded from the data root and scored by
+    :func:`evaluate_sts_datasets`; the result also names ``sick_split``.
 
     ``sick_split`` is the SICK-R split: ``test`` (4927 pairs, SentEval and the papers) or
     ``all`` (9927 pairs, what MTEB's SICK-R scores).
-
-    Every distinct sentence of all the tasks is encoded in one call of ``embed``. Returns::
-
-        {"scores": {"STS12": ..., ..., "SICK-R": ..., "avg": ...},
-         "setting": "all", "details": {task: evaluate_sts(...) result}}
-
-    ``scores`` holds, for STS12-16, the Spearman of ``setting`` ("all", "mean" or "wmean")
-    and, for STS Benchmark and SICK-R, the pooled test-set Spearman; ``avg`` is their plain
-    mean (the "Avg." column of the papers' tables).
     """
     tasks = list(STS_TASKS) if tasks is None else list(tasks)
     unknown = [t for t in tasks if t not in STS_TASKS]
     if unknown or not tasks:
         raise ConfigError(f"unknown STS task(s) {unknown}; choose from {', '.join(STS_TASKS)}")
-    if setting not in SETTINGS:
-        raise ConfigError(f"unknown STS setting {setting!r}; choose from {', '.join(SETTINGS)}")
     if sick_split not in ("test", "all"):
         raise ConfigError(f"sick_split must be 'test' or 'all', got {sick_split!r}")
     splits = {t: sick_split if t == "SICK-R" else STS_TASKS[t][1] for t in tasks}
     datasets = {t: load(STS_TASKS[t][0], splits[t], data_dir) for t in tasks}
+    return {**evaluate_sts_datasets(embed, datasets, setting), "sick_split": sick_split}
+
+
+def evaluate_sts_datasets(embed: Embed, datasets: Mapping[str, ScoredPairs], setting: str = "all") -> dict:
+    """Spearman ×100 on each of several loaded STS datasets, and their average.
+
+    ``datasets`` maps a task name (as a table writes it, e.g. ``"STSb"``) to its pairs, whole
+    or a :func:`sample_pairs` subset. Every distinct sentence of all the tasks is encoded in
+    one call of ``embed``. Returns::
+
+        {"scores": {task: ..., "avg": ...}, "setting": "all", "details": {task: evaluate_sts(...) result}}
+
+    ``scores`` holds, for STS12-16, the Spearman of ``setting`` ("all", "mean" or "wmean")
+    and, for STS Benchmark and SICK-R, the pooled Spearman; ``avg`` is their plain mean (the
+    "Avg." column of the papers' tables).
+    """
+    if not datasets:
+        raise ConfigError("evaluate_sts_datasets needs at least one task")
+    if "avg" in datasets:
+        raise ConfigError("'avg' is the name of the average, not a task name")
+    if setting not in SETTINGS:
+        raise ConfigError(f"unknown STS setting {setting!r}; choose from {', '.join(SETTINGS)}")
     texts = [s for d in datasets.values() for s in (*d.sentences1, *d.sentences2)]
     vectors, index = embed_unique(embed, texts)
     details, start = {}, 0
@@ -155,7 +167,34 @@ def evaluate_sts_tasks(
         start += 2 * n
         details[task] = evaluate_sts(pairs, embeddings1=e1, embeddings2=e2)
     scores = {
-        task: d["spearman"]["all" if task in _POOLED_ONLY else setting] for task, d in details.items()
+        task: d["spearman"]["all" if datasets[task].name in _POOLED_ONLY else setting] for task, d in details.items()
     }
     scores["avg"] = float(np.mean(list(scores.values())))
-    return {"scores": scores, "setting": setting, "sick_split": sick_split, "details": details}
+    return {"scores": scores, "setting": setting, "details": details}
+
+
+def sample_pairs(pairs: ScoredPairs, max_pairs: int, seed: int = 0) -> ScoredPairs:
+    """At most ``max_pairs`` pairs of ``pairs``, drawn without replacement (seeded), in their order.
+
+    0, or a number not below the size, keeps every pair (the record itself). The draw is
+    uniform over the pooled pairs, so each subset of an STS year keeps about its share, as the
+    "all" setting weighs them. For quick runs only: the papers score the whole test sets.
+    """
+    if isinstance(max_pairs, bool) or not isinstance(max_pairs, (int, np.integer)) or max_pairs < 0:
+        raise ConfigError(f"max_pairs must be a non-negative integer (0: all pairs), got {max_pairs!r}")
+    if max_pairs == 0 or max_pairs >= len(pairs):
+        return pairs
+    if max_pairs < 2:
+        raise ConfigError(f"max_pairs must be at least 2 (a correlation needs two pairs), got {max_pairs}")
+    rows = np.sort(np.random.default_rng(seed).choice(len(pairs), size=int(max_pairs), replace=False))
+    return ScoredPairs(
+        name=pairs.name,
+        split=pairs.split,
+        sentences1=[pairs.sentences1[i] for i in rows],
+        sentences2=[pairs.sentences2[i] for i in rows],
+        scores=pairs.scores[rows],
+        subsets=[pairs.subsets[i] for i in rows],
+        sources=list(pairs.sources),
+        dropped=dict(pairs.dropped),
+        sample=pairs.sample,
+    )
