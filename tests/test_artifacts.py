@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentcl.artifacts import MANIFEST, ArtifactCache, Stage, atomic_directory
+from sentcl.artifacts import MANIFEST, ArtifactCache, Stage
+from sentcl.io import atomic_directory
 from sentcl.errors import ConfigError
 
 

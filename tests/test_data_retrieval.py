@@ -210,6 +210,7 @@ def test_committed_samples_are_what_the_generator_writes(tmp_path):
     """Regenerated twice into tmp: byte-identical to each other and to the committed copy."""
     first = write_retrieval_samples(tmp_path / "a")
     second = write_retrieval_samples(tmp_path / "b")
+    assert [p.relative_to(tmp_path / "b") for p in second] == [p.relative_to(tmp_path / "a") for p in first]
     for path in first:
         rel = path.relative_to(tmp_path / "a")
         assert path.read_bytes() == (tmp_path / "b" / rel).read_bytes()

@@ -36,7 +36,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -48,7 +47,7 @@ import numpy as np
 
 from .cache import stable_hash
 from .errors import ConfigError, DataFormatError
-from .io import atomic_write_json
+from .io import atomic_write_json, fsync_tree
 from .paths import cache_root
 
 MANIFEST = "artifact.json"
@@ -187,7 +186,7 @@ class ArtifactCache:
                 "build_time_s": round(time.perf_counter() - started, 3),
             }
             atomic_write_json(work / MANIFEST, manifest)
-            _fsync_tree(work)  # everything on disk before the rename makes it a finished stage
+            fsync_tree(work)  # everything on disk before the rename makes it a finished stage
             if final.exists():  # a folder without a manifest: debris of a manual copy, never a finished stage
                 shutil.rmtree(final)
             os.rename(work, final)
@@ -224,43 +223,4 @@ class ArtifactCache:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-@contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a fresh temporary folder beside ``path``; on success it replaces ``path`` in one rename.
-
-    Every file written into it is flushed to disk before the rename, so a crash leaves either
-    the old folder or the complete new one, never a half-written one. An existing ``path`` is
-    first renamed aside and removed after the new folder is in place. On an exception the
-    temporary folder is removed and ``path`` is untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
-        yield tmp
-        _fsync_tree(tmp)
-        old = None
-        if path.exists():
-            old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-            os.rename(path, old)
-        os.rename(tmp, path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _fsync_tree(folder: Path) -> None:
-    for sub, _dirs, files in os.walk(folder):
-        for name in files:
-            with open(os.path.join(sub, name), "rb") as fh:
-                os.fsync(fh.fileno())
-        fd = os.open(sub, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-__all__ = ["MANIFEST", "RESULT", "ArtifactCache", "Stage", "atomic_directory", "jsonable"]
+__all__ = ["MANIFEST", "RESULT", "ArtifactCache", "Stage", "jsonable"]

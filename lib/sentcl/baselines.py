@@ -215,7 +215,7 @@ def pooled_encoder(model, pooling: str, max_seq_length: int | None = None):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
 
-    from .artifacts import atomic_directory
+    from .io import atomic_directory
     from .models import POOLINGS, fingerprint, load_encoder, pooling_of
     from .paths import cache_root
 

@@ -25,18 +25,14 @@ COMMANDS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sentcl", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="sentcl", description="Reproduce papers on contrastive sentence embeddings: data, evaluation, notebooks, book."
+    )
     parser.add_argument("--version", action="version", version=f"sentcl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module, help_ in COMMANDS:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:  # a real missing dependency inside the module
-                raise
-            continue  # that command group is not part of this build yet
-        mod.register(sub, name=name, help=help_)
+        importlib.import_module(module).register(sub, name=name, help=help_)
     return parser
 
 

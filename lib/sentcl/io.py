@@ -1,4 +1,4 @@
-"""Atomic file writes: write to a temporary file beside the target, then rename.
+"""Atomic writes: write to a temporary file (or folder) beside the target, then rename.
 
 A crash never leaves a half-written file that a later step would read.
 """
@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -54,3 +56,43 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a fresh temporary folder beside ``path``; on success it replaces ``path`` in one rename.
+
+    Every file written into it is flushed to disk before the rename, so a crash leaves either
+    the old folder or the complete new one, never a half-written one. An existing ``path`` is
+    first renamed aside and removed after the new folder is in place. On an exception the
+    temporary folder is removed and ``path`` is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        fsync_tree(tmp)
+        old = None
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+            os.rename(path, old)
+        os.rename(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def fsync_tree(folder: Path) -> None:
+    """Flush every file and folder under ``folder`` to disk (before a rename makes it final)."""
+    for sub, _dirs, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(sub, name), "rb") as fh:
+                os.fsync(fh.fileno())
+        fd = os.open(sub, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -38,7 +38,7 @@ def save_state(folder: str | Path, tree: Any) -> None:
     """Write ``tree`` into ``folder`` as :data:`TENSORS_FILE` + :data:`TREE_FILE` (see module doc).
 
     The files are written in place: write into a temporary folder and rename it (the trainer
-    uses :func:`sentcl.artifacts.atomic_directory`) for an atomic checkpoint.
+    uses :func:`sentcl.io.atomic_directory`) for an atomic checkpoint.
     """
     folder = Path(folder)
     tensors: dict[str, torch.Tensor] = {}

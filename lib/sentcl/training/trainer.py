@@ -44,7 +44,8 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import nn
 from tqdm.auto import tqdm
 
-from sentcl.artifacts import ArtifactCache, Stage, atomic_directory
+from sentcl.artifacts import ArtifactCache, Stage
+from sentcl.io import atomic_directory
 from sentcl.cache import stable_hash
 from sentcl.data.records import ScoredPairs
 from sentcl.embeddings import encode as encode_texts
