@@ -63,12 +63,14 @@ ASSUMED = {
     "whitening_fit_sentences": 0,
     "whitening_k": 0,  # all dimensions
     "encode_precision": "auto",  # fp32 on a GPU
+    "checkpoint_steps": 1000,  # not the paper's: how often a killed run can resume from (no effect on the result)
 }
 # What the demo and smoke profiles may change, and nothing else.
 MAY_DIFFER = {
     "base_models", "mnrl_rows", "softmax_rows", "first_last_avg_rows", "whitening_rows",  # encoders, and rows they stand in for
     "nli_datasets", "expected_nli_rows", "expected_entailment_pairs", "whitening_fit_datasets",  # the data a root holds
     "train_pairs", "whitening_fit_sentences", "sts_max_pairs",  # budgets
+    "checkpoint_steps",  # how often a run can resume from: not part of the result (not in the trainer's cache key)
 }
 
 

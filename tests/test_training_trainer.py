@@ -261,8 +261,9 @@ def test_train_cached_reuses_and_invalidates(tmp_path, pairs):
     third, steps, _ = run(TrainingConfig(**{**cfg.to_dict(), "learning_rate": 5e-4}))
     assert steps == [1, 2] and third.output_dir != first.output_dir
     # output-only options do not change the key
-    _, steps, _ = run(TrainingConfig(**{**cfg.to_dict(), "log_steps": 1}))
-    assert steps == []
+    for option in ({"log_steps": 1}, {"checkpoint_steps": 1, "keep_checkpoints": 2}):
+        _, steps, _ = run(TrainingConfig(**{**cfg.to_dict(), **option}))
+        assert steps == [], option
 
 
 # ---------------------------------------------------------------------------------------- model selection
