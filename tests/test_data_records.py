@@ -12,3 +12,35 @@ def test_derived_records_stay_labelled_as_sample_data():
     first = sts12.subset_names[0]
     part = sts12.subset(first)
     assert part.sample and set(part.subsets) == {first} and len(part) == sts12.subsets.count(first)
+
+
+def test_draw_rows_is_one_seeded_ascending_draw_without_replacement():
+    import numpy as np
+    import pytest
+
+    from sentcl.data.records import draw_rows
+    from sentcl.errors import ConfigError
+
+    assert draw_rows(10, 0) is None and draw_rows(10, 10) is None and draw_rows(10, 11) is None
+    rows = draw_rows(100, 30, seed=3)
+    assert len(set(rows.tolist())) == 30 and rows.tolist() == sorted(rows.tolist()) and rows.max() < 100
+    assert np.array_equal(rows, draw_rows(100, 30, seed=3)) and not np.array_equal(rows, draw_rows(100, 30, seed=4))
+    # numpy's documented draw, so a budget picks the same rows in every release of this project
+    assert np.array_equal(rows, np.sort(np.random.default_rng(3).choice(100, size=30, replace=False)))
+    for bad in (-1, 2.5, True, "3"):
+        with pytest.raises(ConfigError, match="train_pairs must be a non-negative integer"):
+            draw_rows(100, bad, what="train_pairs")
+
+
+def test_take_and_subset_keep_what_the_record_says_about_itself():
+    sts12 = load("sts12", "test", samples_root())
+    sts12.dropped = {"unscored": 3}
+    rows = [5, 0, 7]
+    part = sts12.take(rows)
+    assert part.sentences1 == [sts12.sentences1[i] for i in rows] and part.scores.tolist() == sts12.scores[rows].tolist()
+    assert part.subsets == [sts12.subsets[i] for i in rows]
+    assert part.sources == sts12.sources and part.dropped == {"unscored": 3} and part.sample
+    # one subset: its own file, and the year's dropped rows are not counted against it
+    name = sts12.subset_names[0]
+    one = sts12.subset(name)
+    assert one.dropped == {} and all(name in s for s in one.sources) and one.sources

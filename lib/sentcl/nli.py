@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .data.records import LabelledPairs
+from .data.records import LabelledPairs, draw_rows
 from .errors import ConfigError
 from .training.data import TrainingData
 
@@ -117,11 +117,9 @@ def prepare_nli(records: Sequence[LabelledPairs]) -> NLIData:
 def sample_rows(data: TrainingData, rows: int, seed: int = 0) -> TrainingData:
     """``rows`` rows of ``data`` drawn without replacement (seeded), in the data's order; all of
     them when ``rows`` is 0 or not smaller than the data."""
-    if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
-        raise ConfigError(f"rows must be a non-negative integer (0: all), got {rows!r}")
-    if rows == 0 or rows >= len(data):
+    picked = draw_rows(len(data), rows, seed, "rows")
+    if picked is None:
         return data
-    picked = np.sort(np.random.default_rng(seed).choice(len(data), size=int(rows), replace=False))
     return data.subset(picked, name=f"{data.name} ({rows} of {len(data)}, seed {seed})")
 
 

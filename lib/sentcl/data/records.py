@@ -24,6 +24,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ConfigError
+
+
+def draw_rows(size: int, count: int, seed: int = 0, what: str = "count") -> np.ndarray | None:
+    """``count`` of ``size`` row indices drawn without replacement with ``seed``, ascending (a
+    draw keeps the data's order); ``None`` when ``count`` is 0 or not below ``size``: every row.
+
+    The one seeded subset behind every budget of a run (training pairs, STS pairs, the sentences
+    a whitening kernel is fitted on); ``what`` names the parameter in the error."""
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        raise ConfigError(f"{what} must be a non-negative integer (0: all), got {count!r}")
+    if count == 0 or count >= size:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(size, size=int(count), replace=False))
+
 
 @dataclass
 class _Record:
@@ -69,21 +84,31 @@ class ScoredPairs(_Record):
         """Subset names in the order they first appear."""
         return list(dict.fromkeys(self.subsets))
 
-    def subset(self, name: str) -> "ScoredPairs":
-        """The rows of one subset, as a record of their own."""
-        idx = [i for i, s in enumerate(self.subsets) if s == name]
-        if not idx:
-            raise KeyError(f"{self.name}/{self.split} has no subset {name!r}; it has {self.subset_names}")
+    def take(self, rows) -> "ScoredPairs":
+        """The given rows (indices, in the order given) as a record of the same dataset and split."""
+        rows = np.asarray(rows, dtype=np.int64)
         return ScoredPairs(
             name=self.name,
             split=self.split,
-            sentences1=[self.sentences1[i] for i in idx],
-            sentences2=[self.sentences2[i] for i in idx],
-            scores=self.scores[idx],
-            subsets=[name] * len(idx),
-            sources=[s for s in self.sources if name in s] or list(self.sources),
+            sentences1=[self.sentences1[i] for i in rows],
+            sentences2=[self.sentences2[i] for i in rows],
+            scores=self.scores[rows],
+            subsets=[self.subsets[i] for i in rows],
+            sources=list(self.sources),
+            dropped=dict(self.dropped),
             sample=self.sample,
         )
+
+    def subset(self, name: str) -> "ScoredPairs":
+        """The rows of one subset, as a record of their own (its own files; the year's dropped
+        counts stay with the whole record)."""
+        idx = [i for i, s in enumerate(self.subsets) if s == name]
+        if not idx:
+            raise KeyError(f"{self.name}/{self.split} has no subset {name!r}; it has {self.subset_names}")
+        part = self.take(idx)
+        part.sources = [s for s in self.sources if name in s] or list(self.sources)
+        part.dropped = {}
+        return part
 
 
 @dataclass

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data import load
-from ..data.records import ScoredPairs
+from ..data.records import ScoredPairs, draw_rows
 from ..errors import ConfigError
 from .common import Embed, embed_unique, pair_embeddings, pairwise_cosine
 
@@ -180,21 +180,9 @@ def sample_pairs(pairs: ScoredPairs, max_pairs: int, seed: int = 0) -> ScoredPai
     uniform over the pooled pairs, so each subset of an STS year keeps about its share, as the
     "all" setting weighs them. For quick runs only: the papers score the whole test sets.
     """
-    if isinstance(max_pairs, bool) or not isinstance(max_pairs, (int, np.integer)) or max_pairs < 0:
-        raise ConfigError(f"max_pairs must be a non-negative integer (0: all pairs), got {max_pairs!r}")
-    if max_pairs == 0 or max_pairs >= len(pairs):
+    rows = draw_rows(len(pairs), max_pairs, seed, "max_pairs")
+    if rows is None:
         return pairs
     if max_pairs < 2:
         raise ConfigError(f"max_pairs must be at least 2 (a correlation needs two pairs), got {max_pairs}")
-    rows = np.sort(np.random.default_rng(seed).choice(len(pairs), size=int(max_pairs), replace=False))
-    return ScoredPairs(
-        name=pairs.name,
-        split=pairs.split,
-        sentences1=[pairs.sentences1[i] for i in rows],
-        sentences2=[pairs.sentences2[i] for i in rows],
-        scores=pairs.scores[rows],
-        subsets=[pairs.subsets[i] for i in rows],
-        sources=list(pairs.sources),
-        dropped=dict(pairs.dropped),
-        sample=pairs.sample,
-    )
+    return pairs.take(rows)
