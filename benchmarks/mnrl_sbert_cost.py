@@ -85,9 +85,9 @@ def step_flops(model, batches: list[list[list[str]]]) -> list[float]:
 
 def measure(objective: str, encoder_dir: Path, data_dir: Path, steps: int, warmup: int) -> dict:
     from sentcl.data import load
+    from sentcl.data.nli import prepare_nli
     from sentcl.losses import MultipleNegativesRankingLoss, SoftmaxLoss
     from sentcl.models import load_encoder
-    from sentcl.nli import prepare_nli
     from sentcl.training import Callback, NoDuplicatesBatchSampler, RandomBatchSampler, Trainer, TrainingConfig
 
     class Clock(Callback):
@@ -137,8 +137,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    from sentcl.book.records import device_description, environment
     from sentcl.io import atomic_write_json
-    from sentcl.results import device_description, environment
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:

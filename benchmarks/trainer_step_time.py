@@ -58,9 +58,10 @@ def pairs(data_dir: Path, count: int, seed: int = 0) -> tuple[list[str], list[st
 def run_sentcl(anchors, positives, steps: int, st_loss: bool) -> list[float]:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss as STMNRL
 
+    from sentcl.data import TrainingData
     from sentcl.losses import MultipleNegativesRankingLoss
     from sentcl.models import MINILM, load_encoder
-    from sentcl.training import Callback, SequentialBatchSampler, Trainer, TrainingConfig, TrainingData, seed_everything
+    from sentcl.training import Callback, SequentialBatchSampler, Trainer, TrainingConfig, seed_everything
 
     class Clock(Callback):
         name = "clock"
@@ -180,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
+    from sentcl.book.results import environment
     from sentcl.io import atomic_write_json
-    from sentcl.results import environment
 
     steps = args.warmup + args.steps + 1  # step times are differences of consecutive step ends
     anchors, positives = pairs(Path(args.data_dir), steps * BATCH)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from sentcl.artifacts import MANIFEST, ArtifactCache, Stage
-from sentcl.io import atomic_directory
 from sentcl.errors import ConfigError
+from sentcl.io import atomic_directory
 
 
 class Counting:

@@ -24,6 +24,7 @@ from sentcl.models import (
     fingerprint,
     hub_status,
     load_encoder,
+    pooled_encoder,
     pooling_of,
     resolve_model,
     tiny_checkpoint,
@@ -214,3 +215,27 @@ def test_other_hub_ids_fail_clearly_offline(monkeypatch):
     with pytest.raises(SentclError, match="hub is unreachable") as info:
         load_encoder("sentcl-tests/no-such-model")
     assert "local directory" in str(info.value)
+
+
+def test_pooled_encoder_keeps_the_weights_and_changes_only_the_pooling():
+    texts = ["a dog runs in the park", "two people are cooking"]
+    mean = tiny_model(0)
+    first_last = pooled_encoder(mean, "first_last_avg")
+    direct = load_encoder("tiny", pooling="first_last_avg")
+    assert pooling_of(first_last) == "first_last_avg" and first_last.max_seq_length == mean.max_seq_length
+    np.testing.assert_allclose(encode(first_last, texts, cache=False, precision="fp32"),
+                               encode(direct, texts, cache=False, precision="fp32"), atol=1e-6)
+    assert not np.allclose(encode(first_last, texts, cache=False, precision="fp32"),
+                           encode(mean, texts, cache=False, precision="fp32"), atol=1e-3)
+    assert pooled_encoder(mean, "mean") is mean
+    # another model (as after training) is re-pooled with its own weights, not the first one's
+    other = pooled_encoder(tiny_model(1), "first_last_avg")
+    np.testing.assert_allclose(encode(other, texts, cache=False, precision="fp32"),
+                               encode(load_encoder(tiny_checkpoint(1), pooling="first_last_avg"), texts, cache=False, precision="fp32"),
+                               atol=1e-6)
+    assert pooled_encoder("tiny", "cls_before_pooler", max_seq_length=32).max_seq_length == 32
+    with pytest.raises(ConfigError, match="unknown pooling"):
+        pooled_encoder(mean, "max")
+
+
+# --------------------------------------------------------------------------- sentcl.evaluation.sts: subsets, datasets

@@ -1,7 +1,8 @@
 """The package layout: every subpackage is installed, data/ ships as sentcl._data."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 import sentcl
 from sentcl.paths import resource

@@ -8,7 +8,7 @@ model, an embedding store, an evaluation. It is named, configured by a JSON-able
     store = Stage("augmented-embeddings", {"dtype": "float16"}, upstream=(entropy,))
     final = Stage("rcl-model", {"training": cfg.to_dict()}, upstream=(store,))
 
-Its **key** is :func:`sentcl.cache.stable_hash` of its name, its configuration and its
+Its **key** is :func:`sentcl.hashing.stable_hash` of its name, its configuration and its
 upstream stages' keys. So a changed parameter changes the key of its own stage and of every
 stage downstream of it (their keys contain its key), while the stages upstream of it keep
 their keys and are reused: only what depends on the change is recomputed.
@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from .cache import stable_hash
 from .errors import ConfigError, DataFormatError
+from .hashing import stable_hash
 from .io import atomic_write_json, fsync_tree
 from .paths import cache_root
 
@@ -98,7 +98,7 @@ class Stage:
 
     name: str
     config: Mapping[str, Any] = field(default_factory=dict)
-    upstream: tuple["Stage", ...] = ()
+    upstream: tuple[Stage, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):

@@ -2,7 +2,7 @@
 
 Each command group lives beside the code it drives and registers itself here:
 ``sentcl data ...`` (:mod:`sentcl.data.cli`), ``sentcl evaluate ...``
-(:mod:`sentcl.evaluation.cli`) and ``sentcl reproduce`` (:mod:`sentcl.runner`).
+(:mod:`sentcl.evaluation.cli`) and ``sentcl reproduce`` (:mod:`sentcl.book.runner`).
 A :class:`~sentcl.errors.SentclError` is printed as one line and exits with status 2.
 """
 
@@ -20,7 +20,7 @@ from .errors import SentclError
 COMMANDS = [
     ("data", "sentcl.data.cli", "inspect, check and download datasets"),
     ("evaluate", "sentcl.evaluation.cli", "evaluate a sentence encoder (STS, retrieval)"),
-    ("reproduce", "sentcl.runner", "run the chapter notebooks with papermill and build the book"),
+    ("reproduce", "sentcl.book.runner", "run the chapter notebooks with papermill and build the book"),
 ]
 
 

@@ -52,8 +52,9 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, WeightedLayerPooling
 
-from .cache import stable_hash, texts_hash
 from .errors import ConfigError, DataMissingError, SentclError
+from .hashing import stable_hash, texts_hash
+from .io import atomic_directory
 from .paths import cache_root, resource
 
 POOLINGS = ("mean", "cls", "cls_before_pooler", "first_last_avg", "first_layer_last_avg")
@@ -178,7 +179,7 @@ def hub_status(timeout: float | None = None) -> tuple[bool, str]:
     return _probe(endpoint.rstrip("/"), float(HUB_TIMEOUT_S if timeout is None else timeout))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _probe(endpoint: str, timeout: float) -> tuple[bool, str]:
     outcome: list[tuple[bool, str]] = []
 
@@ -399,6 +400,41 @@ def _build_tiny(folder: Path, vocab: list[str], seed: int) -> None:
 
 
 # --------------------------------------------------------------------------- fingerprint
+
+
+def pooled_encoder(model, pooling: str, max_seq_length: int | None = None):
+    """``model``'s transformer with another ``pooling``; "re-pooling" a trained model.
+
+    ``first_last_avg`` is the pooling behind the "BERT/RoBERTa (first-last avg.)" rows of SimCSE's
+    STS table (Gao et al. 2021), which the MNRL-SBERT paper cites, and the pooling SimCSE whitened.
+    ``pooling`` one of :data:`POOLINGS`.
+
+    ``model`` is a SentenceTransformer (e.g. a model this project trained, or all-MiniLM-L6-v2),
+    or anything :func:`sentcl.models.load_encoder` loads (a hub id, a directory, ``tiny``). A
+    model that already pools that way is returned as it is. Otherwise its transformer is written
+    once, as a plain transformers checkpoint, under ``cache_root()/models/transformer-<fingerprint>``
+    and loaded from there with the new pooling: the weights are the model's, only the pooling
+    changes (e.g. SimCSE's first-last avg. of a trained SBERT, the "SBERT-whitening" rows).
+    ``max_seq_length`` truncates inputs (default: the model's own).
+    """
+    if pooling not in POOLINGS:
+        raise ConfigError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    if not isinstance(model, SentenceTransformer):
+        try:  # a plain checkpoint takes any pooling
+            return load_encoder(model, pooling=pooling, max_seq_length=max_seq_length)
+        except ConfigError:  # a sentence-transformers model that pools otherwise: re-pool its transformer
+            model = load_encoder(model)
+    length = model.max_seq_length if max_seq_length is None else max_seq_length
+    if pooling_of(model) == pooling and model.max_seq_length == length:
+        return model
+    transformer = next(iter(model), None)
+    if not isinstance(transformer, Transformer):
+        raise ConfigError(f"the model's first module is a {type(transformer).__name__}, not a Transformer: cannot re-pool it")
+    folder = cache_root() / "models" / f"transformer-{fingerprint(model)}"
+    if not (folder / "config.json").is_file():
+        with atomic_directory(folder) as tmp:
+            transformer.save(os.fspath(tmp))
+    return load_encoder(folder, pooling=pooling, max_seq_length=length, device=str(model.device))
 
 
 def fingerprint(model: SentenceTransformer) -> str:

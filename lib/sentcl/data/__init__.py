@@ -7,7 +7,7 @@ root against the registry's expected counts and :mod:`sentcl.data.download` fill
 the original sources; both are behind ``sentcl data check|download`` (:mod:`.cli`).
 """
 
-from .records import LabelledPairs, RetrievalSet, ScoredPairs, Sentences, Triplets
+from .records import LabelledPairs, RetrievalSet, ScoredPairs, Sentences, TrainingData, Triplets
 from .registry import DatasetInfo, info, load, registry, samples_root
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "RetrievalSet",
     "ScoredPairs",
     "Sentences",
+    "TrainingData",
     "Triplets",
     "info",
     "load",

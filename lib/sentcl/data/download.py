@@ -37,8 +37,9 @@ import tempfile
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from tqdm.auto import tqdm
 

@@ -37,9 +37,10 @@ the files of other datasets (AllNLI from SNLI and MultiNLI).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 

@@ -9,7 +9,7 @@ that occurs in many pairs (STS16, SICK) is encoded once and always gets the same
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

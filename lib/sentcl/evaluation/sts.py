@@ -23,13 +23,15 @@ published MTEB scores to within 0.011 on every task (``tests/test_eval_cli.py``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from sentence_transformers import SentenceTransformer
 
 from ..data import load
 from ..data.records import ScoredPairs, draw_rows
+from ..embeddings import encode
 from ..errors import ConfigError
 from .common import Embed, embed_unique, pair_embeddings, pairwise_cosine
 
@@ -186,3 +188,18 @@ def sample_pairs(pairs: ScoredPairs, max_pairs: int, seed: int = 0) -> ScoredPai
     if max_pairs < 2:
         raise ConfigError(f"max_pairs must be at least 2 (a correlation needs two pairs), got {max_pairs}")
     return pairs.take(rows)
+
+
+def sts_dev_evaluator(pairs: ScoredPairs, precision: str = "auto", batch_size: int = 64) -> Callable[[SentenceTransformer], dict[str, float]]:
+    """A trainer evaluator (``model -> {metric: value}``, :data:`sentcl.training.trainer.Evaluator`) on a dev set of scored pairs (e.g. STS-B dev, as the MNRL-SBERT and RCL
+    papers select models): ``{"spearman": ..., "pearson": ...}``, ×100, of the cosine similarity
+    over all pairs (:func:`evaluate_sts`, pooled). The embeddings bypass the
+    embedding cache: the weights differ at every evaluation."""
+    def evaluate(model: SentenceTransformer) -> dict[str, float]:
+        def embed(texts: Sequence[str]) -> np.ndarray:
+            return encode(model, texts, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
+
+        result = evaluate_sts(pairs, embed)
+        return {"spearman": result["spearman"]["all"], "pearson": result["pearson"]["all"]}
+
+    return evaluate

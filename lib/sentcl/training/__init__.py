@@ -41,23 +41,22 @@ does the same work as the HF trainer's (tokenise, forward, loss, backward, clip,
 scheduler): ``benchmarks/trainer_step_time.py`` measures both on the same batches.
 
 Modules: :mod:`~sentcl.training.config` (:class:`TrainingConfig`),
-:mod:`~sentcl.training.data` (:class:`TrainingData`), :mod:`~sentcl.training.samplers`,
+:mod:`~sentcl.training.samplers`,
 :mod:`~sentcl.training.callbacks` (:class:`Callback`, :class:`GeometryCallback`),
-:mod:`~sentcl.training.trainer` (:class:`Trainer`, :class:`TrainingResult`, :func:`sts_evaluator`),
-:mod:`~sentcl.training.state` (checkpoint files, random state, :func:`seed_everything`),
+:mod:`~sentcl.training.trainer` (:class:`Trainer`, :class:`TrainingResult`),
+:mod:`~sentcl.training.checkpoint` (checkpoint files, random state, :func:`seed_everything`),
 :mod:`~sentcl.training.gradcache`, :mod:`~sentcl.training.distributed`.
 """
 
 from sentcl.training.callbacks import Callback, GeometryCallback
+from sentcl.training.checkpoint import seed_everything
 from sentcl.training.config import TrainingConfig
-from sentcl.training.data import TrainingData
 from sentcl.training.samplers import (
     BatchSampler,
     NoDuplicatesBatchSampler,
     RandomBatchSampler,
     SequentialBatchSampler,
 )
-from sentcl.training.state import seed_everything
 from sentcl.training.trainer import (
     BATCH_EXTRAS,
     Trainer,
@@ -65,7 +64,6 @@ from sentcl.training.trainer import (
     TrainingResult,
     checkpoints,
     latest_checkpoint,
-    sts_evaluator,
 )
 
 __all__ = [
@@ -79,10 +77,8 @@ __all__ = [
     "Trainer",
     "TrainerState",
     "TrainingConfig",
-    "TrainingData",
     "TrainingResult",
     "checkpoints",
     "latest_checkpoint",
     "seed_everything",
-    "sts_evaluator",
 ]

@@ -27,16 +27,16 @@ class Callback:
 
     name: str = "callback"
 
-    def on_train_begin(self, trainer: "Trainer") -> None:
+    def on_train_begin(self, trainer: Trainer) -> None:
         """After the trainer started afresh or restored a checkpoint, before the first step."""
 
-    def on_step_end(self, trainer: "Trainer") -> None:
+    def on_step_end(self, trainer: Trainer) -> None:
         """After each optimizer step (``trainer.state.global_step`` counts it)."""
 
-    def on_evaluate(self, trainer: "Trainer", metrics: dict[str, Any]) -> None:
+    def on_evaluate(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
         """After each evaluation, with its entry (step, epoch, metrics, train_loss)."""
 
-    def on_train_end(self, trainer: "Trainer") -> None:
+    def on_train_end(self, trainer: Trainer) -> None:
         """After the run's model was saved."""
 
     def state_dict(self) -> dict[str, Any]:
@@ -74,7 +74,7 @@ class GeometryCallback(Callback):
         self.name = name
         self.history: list[dict[str, float]] = []
 
-    def measure(self, trainer: "Trainer") -> dict[str, float]:
+    def measure(self, trainer: Trainer) -> dict[str, float]:
         """Alignment, uniformity and anisotropy of the current model (fp32 embeddings)."""
         from sentcl.evaluation.geometry import evaluate_geometry
 
@@ -83,19 +83,19 @@ class GeometryCallback(Callback):
         )
         return {key: geometry[key] for key in ("alignment", "uniformity", "anisotropy")}
 
-    def _record(self, trainer: "Trainer") -> None:
+    def _record(self, trainer: Trainer) -> None:
         if trainer.procs.is_main:  # checkpoints hold the first process's history
             self.history.append({"step": trainer.state.global_step, **self.measure(trainer)})
 
-    def on_train_begin(self, trainer: "Trainer") -> None:
+    def on_train_begin(self, trainer: Trainer) -> None:
         if trainer.state.global_step == 0 and not self.history:
             self._record(trainer)
 
-    def on_step_end(self, trainer: "Trainer") -> None:
+    def on_step_end(self, trainer: Trainer) -> None:
         if trainer.state.global_step % self.every_steps == 0:
             self._record(trainer)
 
-    def on_train_end(self, trainer: "Trainer") -> None:
+    def on_train_end(self, trainer: Trainer) -> None:
         if trainer.procs.is_main:
             atomic_write_json(trainer.output_dir / f"{self.name}.json", self.history)
 

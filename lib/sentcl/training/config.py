@@ -121,7 +121,7 @@ class TrainingConfig:
         return out
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> "TrainingConfig":
+    def from_dict(cls, raw: dict[str, Any]) -> TrainingConfig:
         """A configuration from :meth:`to_dict`'s output; unknown keys are an error naming the valid ones."""
         names = [f.name for f in fields(cls)]
         unknown = sorted(set(raw) - set(names))

@@ -7,7 +7,7 @@ continues with the next unused one.
 
 The protocol (:class:`BatchSampler`)
     ``epoch_batches(data, batch_size, encode=None)`` returns the next epoch's batches, a list
-    of integer arrays of row indices into the :class:`~sentcl.training.data.TrainingData`;
+    of integer arrays of row indices into the :class:`~sentcl.data.records.TrainingData`;
     within an epoch a row is used at most once. A sampler draws its randomness from its own
     generator, seeded by the trainer (:meth:`BatchSampler.seed`, from the run's seed), and its
     state (epoch counter, generator state, anything a subclass adds) is saved in every
@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sentcl.data.records import TrainingData
 from sentcl.errors import ConfigError
-from sentcl.training.data import TrainingData
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 """``texts -> (len(texts), dim)`` embeddings of the current model (for re-encoding samplers)."""

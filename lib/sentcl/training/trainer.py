@@ -7,14 +7,14 @@
     config = TrainingConfig(batch_size=12, optimizer="adam", learning_rate=2e-5, warmup_ratio=0.1,
                             eval_fraction=0.1, metric_for_best="spearman", seed=0)
     trainer = Trainer(model, MultipleNegativesRankingLoss, data, config, sampler=NoDuplicatesBatchSampler(),
-                      evaluator=sts_evaluator(load("stsbenchmark", "dev")))
+                      evaluator=sts_dev_evaluator(load("stsbenchmark", "dev")))  # sentcl.evaluation.sts
     result = trainer.train("runs/mnrl")     # or trainer.train_cached(): in the artifact cache
 
 Run the same lines again after a crash or a kill and training continues from the last
 checkpoint in ``runs/mnrl``; run them after it finished and the trained model is loaded.
 
 Output folder
-    ``checkpoints/checkpoint-<step>/``  state.safetensors + state.json (:mod:`sentcl.training.state`):
+    ``checkpoints/checkpoint-<step>/``  state.safetensors + state.json (:mod:`sentcl.training.checkpoint`):
         model, loss, optimizer, scheduler, gradient scaler, sampler and callback state, every
         process's random generators, the trainer's counters and history, the current epoch's batches;
     ``best/step-<step>/``  the weights of the best evaluation so far (with ``metric_for_best``);
@@ -45,22 +45,19 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from sentcl.artifacts import ArtifactCache, Stage
-from sentcl.io import atomic_directory
-from sentcl.cache import stable_hash
-from sentcl.data.records import ScoredPairs
+from sentcl.data.records import TrainingData
 from sentcl.embeddings import encode as encode_texts
 from sentcl.errors import ConfigError, DataFormatError
-from sentcl.io import atomic_write_json
+from sentcl.hashing import stable_hash
+from sentcl.io import atomic_directory, atomic_write_json
 from sentcl.models import fingerprint
-from sentcl.results import recorded_run
 from sentcl.training import distributed
 from sentcl.training.callbacks import Callback
+from sentcl.training.checkpoint import load_state, rng_state, save_state, seed_everything, set_rng_state
 from sentcl.training.config import TrainingConfig
-from sentcl.training.data import TrainingData
 from sentcl.training.distributed import Processes
 from sentcl.training.gradcache import backward_through_chunks, chunk_features, embed_without_graph
 from sentcl.training.samplers import BatchSampler, RandomBatchSampler
-from sentcl.training.state import load_state, rng_state, save_state, seed_everything, set_rng_state
 
 BATCH_EXTRAS = ("ids",)
 """The per-row values beyond texts and labels the trainer can pass to a loss (see :mod:`sentcl.losses`)."""
@@ -70,23 +67,6 @@ Evaluator = Callable[[SentenceTransformer], dict[str, float]]
 """``model -> {metric name: value}``, e.g. an STS evaluator on a dev set; called in evaluation mode."""
 _RESULT_ONLY = ("log_steps", "keep_checkpoints", "checkpoint_steps")
 """Options that do not change the trained model: left out of the run's key."""
-
-
-def sts_evaluator(pairs: ScoredPairs, precision: str = "auto", batch_size: int = 64) -> Evaluator:
-    """An :data:`Evaluator` on a dev set of scored pairs (e.g. STS-B dev, as the MNRL-SBERT and RCL
-    papers select models): ``{"spearman": ..., "pearson": ...}``, ×100, of the cosine similarity
-    over all pairs (:func:`sentcl.evaluation.sts.evaluate_sts`, pooled). The embeddings bypass the
-    embedding cache: the weights differ at every evaluation."""
-    from sentcl.evaluation.sts import evaluate_sts
-
-    def evaluate(model: SentenceTransformer) -> dict[str, float]:
-        def embed(texts: Sequence[str]) -> np.ndarray:
-            return encode_texts(model, texts, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
-
-        result = evaluate_sts(pairs, embed)
-        return {"spearman": result["spearman"]["all"], "pearson": result["pearson"]["all"]}
-
-    return evaluate
 
 
 class WarmupSchedule:
@@ -155,6 +135,14 @@ class TrainingResult:
     losses: list[dict[str, Any]]
     resumed_from_step: int | None = None
     """The checkpoint this process continued from (None: it started afresh or found the run finished)."""
+    run: dict[str, Any] | None = None
+    """What this call's training cost (``wall_time_s``, ``rows_trained_by_this_process``,
+    ``pairs_per_s``, ``processes``); None when the run was found finished and only loaded."""
+
+    @property
+    def trained(self) -> bool:
+        """True when this call trained (from scratch or from a checkpoint), False when it only loaded."""
+        return self.run is not None
 
     @property
     def final_metrics(self) -> dict[str, Any]:
@@ -182,8 +170,7 @@ class Trainer:
         evaluator: ``model -> {metric: value}`` on a dev set, run on the schedule of
             ``config.eval_fraction`` / ``config.eval_steps`` and at the end.
         callbacks: :class:`~sentcl.training.callbacks.Callback` objects (their state is checkpointed).
-        name, chapter, profile: identify the run in its run record (:mod:`sentcl.results`).
-        records_dir: where the run record goes (``<records_dir>/records/``; default the output folder).
+        name: names the run in progress bars (and in the run record a chapter writes around it).
         show_progress: a progress bar with loss, learning rate and pairs/s.
 
     Loss contract: the loss is called as ``loss(features, labels, **extras)``, ``extras`` the
@@ -207,9 +194,6 @@ class Trainer:
         evaluator: Evaluator | None = None,
         callbacks: Sequence[Callback] = (),
         name: str = "train",
-        chapter: str | None = None,
-        profile: str | None = None,
-        records_dir: str | os.PathLike | None = None,
         show_progress: bool = True,
     ) -> None:
         if not isinstance(data, TrainingData):
@@ -239,8 +223,7 @@ class Trainer:
         names = [cb.name for cb in self.callbacks]
         if len(set(names)) != len(names):
             raise ConfigError(f"callback names must be distinct (their state is saved by name), got {names}")
-        self.name, self.chapter, self.profile = name, chapter, profile
-        self.records_dir = records_dir
+        self.name = name
         self.show_progress = show_progress
         self.procs = Processes(device=model.device)
         self.scaler: torch.amp.GradScaler | None = None
@@ -299,34 +282,21 @@ class Trainer:
             return finished
         if self._trained:
             raise ConfigError("this Trainer has trained its model already: build a new Trainer (and model) for another run")
-        record_dir = self.records_dir if self.records_dir is not None else self.output_dir
-        recording = contextlib.nullcontext(None)
-        if self.procs.is_main:
-            recording = recorded_run(
-                record_dir,
-                kind="training",
-                name=self.name,
-                chapter=self.chapter,
-                profile=self.profile,
-                config={"run": self.describe(), "output_dir": str(self.output_dir)},
-                seed=self.config.seed,
-            )
-        with recording as record:
-            started = time.perf_counter()
-            resumed_from = self._prepare(run_key)
-            rows = self._loop()
-            self._finish()
-            self._trained = True
-            if record is not None:
-                seconds = time.perf_counter() - started
-                record.config.update(
-                    resumed_from_step=resumed_from,
-                    steps=self.state.global_step,
-                    rows_trained_by_this_process=rows,
-                    pairs_per_s=round(rows / seconds, 3) if seconds > 0 else None,
-                    processes=self.procs.world_size,
-                )
-        return self._result(resumed_from)
+        started = time.perf_counter()
+        resumed_from = self._prepare(run_key)
+        rows = self._loop()
+        self._finish()
+        self._trained = True
+        seconds = time.perf_counter() - started
+        return self._result(
+            resumed_from,
+            run={
+                "wall_time_s": round(seconds, 3),
+                "rows_trained_by_this_process": rows,
+                "pairs_per_s": round(rows / seconds, 3) if seconds > 0 else None,
+                "processes": self.procs.world_size,
+            },
+        )
 
     def step_gradients(self, batches: Sequence[Sequence[int]]) -> float:
         """The gradients one optimizer step computes from ``batches`` (lists of row indices into the
@@ -758,7 +728,7 @@ class Trainer:
             cb.on_train_end(self)
         distributed.barrier(self.procs)
 
-    def _result(self, resumed_from: int | None) -> TrainingResult:
+    def _result(self, resumed_from: int | None, run: dict[str, Any] | None = None) -> TrainingResult:
         st = self.state
         return TrainingResult(
             output_dir=self.output_dir,
@@ -771,6 +741,7 @@ class Trainer:
             evaluations=[dict(e) for e in st.evaluations],
             losses=[dict(e) for e in st.losses],
             resumed_from_step=resumed_from,
+            run=run,
         )
 
 
@@ -830,5 +801,4 @@ __all__ = [
     "checkpoints",
     "latest_checkpoint",
     "seed_everything",
-    "sts_evaluator",
 ]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from tqdm.auto import tqdm
 

@@ -16,8 +16,8 @@ it, every standard use drops it. We drop it and count it in
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ...errors import DataFormatError
 from ..records import LabelledPairs, Triplets

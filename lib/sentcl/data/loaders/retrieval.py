@@ -45,9 +45,9 @@ import csv
 import sys
 import xml.parsers.expat
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ...errors import ConfigError, DataFormatError, DataMissingError
 from ..records import RetrievalSet

@@ -1,0 +1,77 @@
+"""Does the paper's ordering of its rows hold in our results?
+
+A reproduction, a miniature one above all, may miss a paper's numbers and still confirm (or
+refute) what the paper concludes from them: that one method beats another. :func:`orderings`
+takes every pair of rows of a table that the paper reports and we computed, and says for each
+whether our values order them as the paper's do; :meth:`Ordering.sentence` writes that as a
+sentence, so a chapter states its conclusions from its numbers rather than typing them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations
+
+import pandas as pd
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """Two rows of a paper table, ``higher`` above ``lower`` in the paper's ``column``, and ours."""
+
+    table: str
+    column: str
+    higher: str
+    lower: str
+    paper_higher: float
+    paper_lower: float
+    ours_higher: float
+    ours_lower: float
+    profile: str
+
+    @property
+    def holds(self) -> bool:
+        """Whether our values order the two rows as the paper's do (strictly)."""
+        return self.ours_higher > self.ours_lower
+
+    def sentence(self) -> str:
+        """E.g. "MNRLSBERT above SBERT (Table 2, Average): paper 78.60 vs 74.89 (+3.71), ours ... : holds"."""
+        paper_gap, ours_gap = self.paper_higher - self.paper_lower, self.ours_higher - self.ours_lower
+        verdict = "the paper's ordering holds" if self.holds else "the paper's ordering does NOT hold"
+        return (
+            f"{self.higher} above {self.lower} ({self.table}, {self.column}): paper {self.paper_higher:.2f} vs "
+            f"{self.paper_lower:.2f} ({paper_gap:+.2f}), ours ({self.profile}) {self.ours_higher:.2f} vs "
+            f"{self.ours_lower:.2f} ({ours_gap:+.2f}): {verdict}."
+        )
+
+
+def orderings(compared: pd.DataFrame, table: str, column: str = "Average") -> list[Ordering]:
+    """Every pair of ``table``'s rows that the paper reports and we computed (not only cited), in
+    the paper's row order, each oriented as the paper orders it; pairs the paper ties are left out.
+
+    ``compared`` is :func:`sentcl.book.report.compare`'s frame (e.g. ``ChapterRun.compare()``).
+    """
+    part = compared[(compared["table"] == table) & (compared["column"] == column)]
+    if part.empty:
+        raise ConfigError(f"no cells of {table!r}, column {column!r} in the comparison")
+    done = part[(part["status"] != "cited") & part["paper_value"].notna() & part["value"].notna()]
+    out = []
+    for (_, a), (_, b) in combinations(done.iterrows(), 2):
+        if math.isclose(a["paper_value"], b["paper_value"]):
+            continue
+        hi, lo = (a, b) if a["paper_value"] > b["paper_value"] else (b, a)
+        out.append(
+            Ordering(
+                table=table, column=column, higher=hi["row"], lower=lo["row"],
+                paper_higher=float(hi["paper_value"]), paper_lower=float(lo["paper_value"]),
+                ours_higher=float(hi["value"]), ours_lower=float(lo["value"]),
+                profile=str(hi["profile"]),
+            )
+        )
+    return out
+
+
+__all__ = ["Ordering", "orderings"]

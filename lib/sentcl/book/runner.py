@@ -1,0 +1,406 @@
+"""``sentcl reproduce``: run the chapter notebooks with papermill, then build the book.
+
+Each chapter is ``notebooks/<chapter>.ipynb``; its first cell is tagged ``parameters``
+and holds only ``NAME = literal`` lines, among them ``profile``, ``data_dir`` and
+``out_dir`` (set by this command from ``--profile``, ``--data-dir`` and ``--out``).
+``notebooks/<chapter>.profiles.yaml`` gives the values of each profile::
+
+    smoke: {model: tiny-random, max_steps: 4}
+    demo: {}
+    paper: {model: bert-base-uncased, batch_size: 12}
+
+The notebook also needs a ``# Title`` markdown cell (after the parameters cell): the book
+uses it as the page title, and a page without one fails the build. The cell after the
+title installs sentcl when the notebook runs on Colab (from the repository named in
+``_config.yml``; torch is left as Colab has it); ``tests/test_notebooks.py`` checks this
+layout for every chapter.
+
+A name the parameters cell does not define (in a profile file or ``-p NAME VALUE``) is
+an error naming the valid ones, and values are checked against the type of the cell's
+default (``-p`` strings are converted to it). Everything is checked before anything
+runs. Notebooks then run one after another (a progress bar over cells each); a failed
+notebook is reported with its failing cell while the others still run; each writes a
+run record; a summary of wall times follows; then the book is built from the output
+folder (:mod:`sentcl.book.site`). The exit status is 1 when a notebook or the book failed.
+
+Output folder (``--out``, default ``runs/<profile>``): ``notebooks/`` (executed
+notebooks), ``results/``, ``figures/``, ``data_used/``, ``records/`` and ``book_source/``
+(the book's sources, generated); the HTML goes to ``<book-dir>/_build/html`` (default:
+the project root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError, SentclError
+from ..paths import project_root
+from . import site
+from .chapter import CHAPTERS, DataChoice, resolve_data
+from .records import RunRecord, environment, write_run_record
+from .results import PROFILES, RUN_ID_ENV, new_run_id
+
+PARAMETERS_TAG = "parameters"
+INJECTED = {"profile": "--profile", "data_dir": "--data-dir", "out_dir": "--out"}
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def notebook_parameters(path: Path) -> dict[str, Any]:
+    """The parameters cell of a notebook: name -> default value, in cell order.
+
+    The first cell must be a code cell tagged ``parameters`` holding only assignments of
+    literals (numbers, strings, booleans, None, lists, tuples, dicts).
+    """
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    if not nb.cells or PARAMETERS_TAG not in nb.cells[0].get("metadata", {}).get("tags", []):
+        raise ConfigError(f"{path}: the first cell must be the code cell tagged {PARAMETERS_TAG!r}")
+    cell = nb.cells[0]
+    if cell.cell_type != "code":
+        raise ConfigError(f"{path}: the {PARAMETERS_TAG!r} cell must be a code cell")
+    try:
+        tree = ast.parse(cell.source)
+    except SyntaxError as exc:
+        raise ConfigError(f"{path}: parameters cell line {exc.lineno}: {exc.msg}") from None
+    params: dict[str, Any] = {}
+    for node in tree.body:
+        target, value = _assignment(node)
+        if target is None:
+            raise ConfigError(f"{path}: parameters cell line {node.lineno}: expected NAME = literal, found {ast.unparse(node)!r}")
+        try:
+            params[target] = ast.literal_eval(value)
+        except ValueError:
+            raise ConfigError(
+                f"{path}: parameters cell line {node.lineno}: {target} must be a literal, found {ast.unparse(value)!r}"
+            ) from None
+    missing = [name for name in INJECTED if name not in params]
+    if missing:
+        raise ConfigError(f"{path}: the parameters cell must define {', '.join(missing)} (set by sentcl reproduce)")
+    return params
+
+
+def _assignment(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id, node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        return node.target.id, node.value
+    return None, None
+
+
+def check_value(name: str, value: Any, default: Any, where: str) -> Any:
+    """``value`` if it has the type of ``default`` (ints are accepted for floats and
+    become floats; a tuple default takes a list, injected as a list because papermill
+    writes lists, not tuples; a None default accepts anything), else a ConfigError."""
+    if default is None:
+        return value
+    expected = type(default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if expected is tuple and isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, expected) and not (expected is int and isinstance(value, bool)):
+        return value
+    raise ConfigError(
+        f"{where}: parameter {name} must be {expected.__name__} like its default {default!r}, got {value!r}"
+    )
+
+
+def parse_value(name: str, text: str, default: Any, where: str = "-p") -> Any:
+    """Convert a ``-p NAME VALUE`` string to the type of the parameter's default."""
+    if isinstance(default, bool):
+        low = text.strip().lower()
+        if low in ("true", "yes", "1", "on"):
+            return True
+        if low in ("false", "no", "0", "off"):
+            return False
+        raise ConfigError(f"{where}: parameter {name} is a bool; give true or false, not {text!r}")
+    if isinstance(default, str):
+        return text
+    if isinstance(default, (int, float)):
+        try:
+            return type(default)(text)
+        except ValueError:
+            raise ConfigError(f"{where}: parameter {name} must be {type(default).__name__}, got {text!r}") from None
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ConfigError(f"{where}: parameter {name}: cannot read {text!r} as a value") from None
+    return check_value(name, value, default, where)
+
+
+def _unknown(name: str, valid: dict[str, Any], where: str) -> ConfigError:
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"{where}: unknown parameter {name!r}{hint} valid: {', '.join(valid)}")
+
+
+def read_profiles(path: Path, defaults: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A chapter's profile file: profile -> {parameter: value}, checked against the
+    notebook's parameters (names and types). All three profiles must be present."""
+    if not path.is_file():
+        raise ConfigError(f"{path} not found: each chapter lists its smoke, demo and paper parameters there")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping profile -> parameters")
+    unknown = [p for p in raw if p not in PROFILES]
+    missing = [p for p in PROFILES if p not in raw]
+    if unknown or missing:
+        raise ConfigError(f"{path}: profiles must be exactly {', '.join(PROFILES)} (unknown: {unknown}, missing: {missing})")
+    profiles = {}
+    for profile, values in raw.items():
+        values = values or {}
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: profile {profile} must map parameter names to values")
+        checked = {}
+        for name, value in values.items():
+            where = f"{path} ({profile})"
+            if name in INJECTED:
+                raise ConfigError(f"{where}: {name} is set by sentcl reproduce ({INJECTED[name]}), not by a profile")
+            if name not in defaults:
+                raise _unknown(name, defaults, where)
+            checked[name] = check_value(name, value, defaults[name], where)
+        profiles[profile] = checked
+    return profiles
+
+
+@dataclass
+class Plan:
+    """One notebook to run: its chapter, paths, the values papermill injects (the
+    profile's, the overrides and the three set by the runner) and all its parameters."""
+
+    chapter: str
+    notebook: Path
+    executed: Path
+    injected: dict[str, Any]
+    parameters: dict[str, Any]
+
+
+def plan_chapter(
+    root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], data: DataChoice, out: Path
+) -> Plan:
+    """The parameters a chapter's notebook runs with: its defaults, then the profile's
+    values, then ``-p`` overrides, then ``profile``/``data_dir``/``out_dir``."""
+    notebook = root / "notebooks" / f"{chapter}.ipynb"
+    defaults = notebook_parameters(notebook)
+    injected = dict(read_profiles(notebook.with_suffix(".profiles.yaml"), defaults)[profile])
+    for name, text in overrides:
+        where = f"-p {name} (notebooks/{chapter}.ipynb)"
+        if name in INJECTED:
+            raise ConfigError(f"{where}: {name} is set with {INJECTED[name]}")
+        if name not in defaults:
+            raise _unknown(name, defaults, where)
+        injected[name] = parse_value(name, text, defaults[name], where)
+    injected.update(profile=profile, data_dir=str(data.root), out_dir=str(out))
+    return Plan(chapter, notebook, out / "notebooks" / f"{chapter}.ipynb", injected, {**defaults, **injected})
+
+
+# --------------------------------------------------------------------------- execution
+
+
+@dataclass
+class Outcome:
+    chapter: str
+    status: str  # ok | failed
+    wall_time_s: float
+    peak_memory_mb: float | None
+    executed: Path
+    failure: str | None = None
+    lines: list[str] = field(default_factory=list)  # the failure report, for the terminal
+
+
+class _KernelPeakMemory:
+    """Peak resident memory of the notebook's kernel, read after every cell (Linux:
+    VmHWM of the kernel process, a child of this one). None where not measurable."""
+
+    def __init__(self) -> None:
+        self.peak_kb: int | None = None
+
+    def __call__(self, **_: Any) -> None:
+        try:
+            import psutil
+
+            kernels = [p for p in psutil.Process().children() if "ipykernel" in " ".join(p.cmdline())]
+        except Exception:  # noqa: BLE001 - memory is informative only; never fail a run for it
+            return
+        for proc in kernels:
+            try:
+                for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        kb = int(line.split()[1])
+                        self.peak_kb = max(self.peak_kb or 0, kb)
+            except (OSError, ValueError):
+                pass
+
+    @property
+    def mb(self) -> float | None:
+        return None if self.peak_kb is None else round(self.peak_kb / 1024, 1)
+
+
+def execute(plan: Plan, profile: str, data: DataChoice, env: dict[str, Any], cwd: Path) -> Outcome:
+    """Run one notebook with papermill; write its run record; never raise for a
+    failure inside the notebook (it is reported in the outcome)."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    run_id = new_run_id()
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    probe = _KernelPeakMemory()
+    plan.executed.parent.mkdir(parents=True, exist_ok=True)
+    old = os.environ.get(RUN_ID_ENV)
+    os.environ[RUN_ID_ENV] = run_id
+    t0 = time.perf_counter()
+    failure, lines = None, []
+    try:
+        papermill.execute_notebook(
+            str(plan.notebook),
+            str(plan.executed),
+            parameters=plan.injected,
+            kernel_name="python3",
+            progress_bar={"desc": plan.chapter, "unit": "cell"},
+            cwd=str(cwd),
+            on_cell_executed=probe,
+        )
+    except PapermillExecutionError as exc:
+        source = exc.source.strip().splitlines()
+        excerpt = source[:6] + (["..."] if len(source) > 6 else [])
+        failure = f"cell {exc.cell_index} (In [{exc.exec_count}]) raised {exc.ename}: {exc.evalue}"
+        lines = [failure, *(f"    | {s}" for s in excerpt)]
+    except Exception as exc:  # noqa: BLE001 - a dead kernel, a timeout...: report, go on with the others
+        failure = f"{type(exc).__name__}: {exc}"
+        lines = [failure]
+    finally:
+        wall = round(time.perf_counter() - t0, 3)
+        if old is None:
+            os.environ.pop(RUN_ID_ENV, None)
+        else:
+            os.environ[RUN_ID_ENV] = old
+    record = RunRecord(
+        kind="notebook",
+        name=plan.chapter,
+        chapter=plan.chapter,
+        profile=profile,
+        run_id=run_id,
+        started=started,
+        wall_time_s=wall,
+        status="failed" if failure else "ok",
+        error=failure,
+        parameters=plan.parameters,
+        config={
+            "notebook": f"notebooks/{plan.chapter}.ipynb",
+            "executed": str(plan.executed),
+            "data_root": str(data.root),
+            "sample": data.sample,
+        },
+        seed=plan.parameters.get("seed") if isinstance(plan.parameters.get("seed"), int) else None,
+        device=env["device"],
+        versions=env["versions"],
+        peak_memory_mb=probe.mb,
+    )
+    write_run_record(Path(plan.parameters["out_dir"]), record)
+    return Outcome(plan.chapter, record.status, wall, probe.mb, plan.executed, failure, lines)
+
+
+def summary_table(outcomes: list[Outcome], root: Path) -> str:
+    """A plain-text table: chapter, status, wall time, peak memory, executed notebook."""
+    rows = [("chapter", "status", "wall time", "peak memory", "executed notebook")]
+    for o in outcomes:
+        try:
+            shown = o.executed.relative_to(root)
+        except ValueError:
+            shown = o.executed
+        rows.append(
+            (o.chapter, o.status, site.duration(o.wall_time_s), "-" if o.peak_memory_mb is None else f"{o.peak_memory_mb:.0f} MiB", str(shown))
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    text.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(text)
+
+
+# --------------------------------------------------------------------------- command
+
+
+def register(subparsers, name: str, help: str) -> None:  # noqa: A002 - argparse's word
+    p = subparsers.add_parser(name, help=help, description=__doc__.split("\n\n")[0])
+    p.add_argument("--profile", choices=PROFILES, default="demo", help="parameter set: smoke, demo (default) or paper")
+    p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(CHAPTERS)})")
+    p.add_argument("--data-dir", help="the data root (default: $SENTCL_DATA; demo falls back to data/samples)")
+    p.add_argument("--out", help="output folder (default: runs/<profile> in the project)")
+    p.add_argument(
+        "-p", dest="overrides", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+        help="set a notebook parameter (typed like its default); repeatable",
+    )
+    p.add_argument("--book-dir", help="build the book into BOOK_DIR/_build/html (default: the project root)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--no-book", action="store_true", help="run the notebooks, do not build the book")
+    which.add_argument("--book-only", action="store_true", help="build the book from the output folder, run nothing")
+    p.set_defaults(func=reproduce)
+
+
+def reproduce(args: argparse.Namespace) -> int:
+    root = project_root()
+    if root is None:
+        raise ConfigError("run sentcl reproduce inside a sentcl checkout (the folder with _toc.yml and notebooks/)")
+    chapters = list(args.only or CHAPTERS)
+    unknown = [c for c in chapters if c not in CHAPTERS]
+    if unknown:
+        raise ConfigError(f"unknown chapter(s) {unknown}; chapters: {', '.join(CHAPTERS)}")
+    out = Path(args.out).resolve() if args.out else root / "runs" / args.profile
+    book_dir = Path(args.book_dir).resolve() if args.book_dir else root
+
+    outcomes: list[Outcome] = []
+    if not args.book_only:
+        if args.profile == "smoke" and args.data_dir:
+            print("sentcl: the smoke profile always reads data/samples; --data-dir is ignored", file=sys.stderr)
+        data = resolve_data(args.profile, args.data_dir)
+        if data.warning:
+            print(f"sentcl: WARNING: {data.warning}", file=sys.stderr)
+        plans = []
+        for chapter in chapters:
+            if not (root / "notebooks" / f"{chapter}.ipynb").is_file():
+                print(f"sentcl: {chapter}: no notebook yet (notebooks/{chapter}.ipynb); the book shows a placeholder")
+                continue
+            plans.append(plan_chapter(root, chapter, args.profile, args.overrides, data, out))
+        if args.overrides and not plans:
+            raise ConfigError("-p given but no chapter notebook to run")
+        env = environment()
+        print(f"sentcl: profile {args.profile}, data: {data.describe()}, output: {out}, device: {env['device']}")
+        for i, plan in enumerate(plans, 1):
+            print(f"[{i}/{len(plans)}] {plan.chapter}", flush=True)
+            outcome = execute(plan, args.profile, data, env, cwd=root / "notebooks")
+            if outcome.failure:
+                print(f"sentcl: FAILED {plan.chapter}: " + "\n".join(outcome.lines), file=sys.stderr)
+                print(f"    executed notebook (with the error): {outcome.executed}", file=sys.stderr)
+            outcomes.append(outcome)
+        if outcomes:
+            print("\n" + summary_table(outcomes, root))
+    failed = [o.chapter for o in outcomes if o.status == "failed"]
+
+    if not args.no_book:
+        try:
+            html = site.build(site.stage(root, out), book_dir)
+        except SentclError as exc:
+            print(f"sentcl: error: {exc}", file=sys.stderr)
+            return 1
+        print(f"sentcl: book: {html / 'index.html'}")
+    if failed:
+        print(f"sentcl: {len(failed)} notebook(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0

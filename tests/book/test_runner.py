@@ -1,0 +1,197 @@
+"""`sentcl reproduce`: parameter validation, profiles, failures, summary (sentcl.book.runner)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from sentcl import cli
+from sentcl.book import runner
+from sentcl.book.chapter import DataChoice
+from sentcl.errors import ConfigError
+
+PARAMS = 'profile = "demo"\ndata_dir = None\nout_dir = "runs/manual"\nseed = 0\nlr = 2e-5\nepochs = 1\nuse_fp16 = False\nmodel = "tiny"\nlayers = [1, 2]\nextra = None'
+PROFILES = "smoke: {epochs: 2, model: tiny-random}\ndemo: {}\npaper: {lr: 3.0e-5, use_fp16: true, layers: [12]}\n"
+EMPTY_PROFILES = "smoke: {}\ndemo: {}\npaper: {}\n"
+
+
+def write_notebook(path: Path, params: str = PARAMS, cells: list[str] = (), title: str = "A chapter", profiles: str | None = PROFILES) -> Path:
+    """A chapter notebook: the tagged parameters cell, a title, then code cells."""
+    nb = nbformat.v4.new_notebook()
+    first = nbformat.v4.new_code_cell(params)
+    first.metadata["tags"] = ["parameters"]
+    nb.cells = [first, nbformat.v4.new_markdown_cell(f"# {title}"), *(nbformat.v4.new_code_cell(c) for c in cells)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    if profiles is not None:
+        path.with_suffix(".profiles.yaml").write_text(profiles)
+    return path
+
+
+def make_project(root: Path) -> Path:
+    """The smallest checkout the runner accepts: _toc.yml and notebooks/."""
+    (root / "notebooks").mkdir(parents=True)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
+    return root
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def test_notebook_parameters_reads_the_tagged_first_cell(tmp_path):
+    params = runner.notebook_parameters(write_notebook(tmp_path / "a.ipynb", params=PARAMS + "\nn: int = 3"))
+    assert params == {"profile": "demo", "data_dir": None, "out_dir": "runs/manual", "seed": 0, "lr": 2e-5, "epochs": 1,
+                      "use_fp16": False, "model": "tiny", "layers": [1, 2], "extra": None, "n": 3}
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (PARAMS + "\nimport os", "line 11: expected NAME = literal, found 'import os'"),
+        (PARAMS + "\nbatch = 4 * 8", "line 11: batch must be a literal, found '4 * 8'"),
+        (PARAMS + "\nx = (", "parameters cell line"),
+        ('profile = "demo"\nseed = 1', "must define data_dir, out_dir"),
+    ],
+)
+def test_parameters_cell_errors(tmp_path, params, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        runner.notebook_parameters(write_notebook(tmp_path / "a.ipynb", params=params))
+
+
+def test_the_parameters_cell_must_come_first_and_be_tagged(tmp_path):
+    path = write_notebook(tmp_path / "a.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].metadata["tags"] = []
+    nbformat.write(nb, path)
+    with pytest.raises(ConfigError, match="first cell must be the code cell tagged 'parameters'"):
+        runner.notebook_parameters(path)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("# Title first"))
+    nb.cells[1].metadata["tags"] = ["parameters"]
+    nbformat.write(nb, path)
+    with pytest.raises(ConfigError, match="first cell"):
+        runner.notebook_parameters(path)
+
+
+@pytest.mark.parametrize(
+    "text, default, expected",
+    [
+        ("true", False, True), ("No", True, False), ("0", True, False),
+        ("3", 1, 3), ("3e-5", 2e-5, 3e-5), ("4", 2e-5, 4.0),
+        ("bert-base", "tiny", "bert-base"), ("12", "tiny", "12"),
+        ("[3, 4]", [1], [3, 4]), ("null", None, None), ("7", None, 7), ("x", None, "x"),
+        ("[1, 2]", (0,), [1, 2]),
+    ],
+)
+def test_p_values_are_typed_like_the_default(text, default, expected):
+    value = runner.parse_value("x", text, default)
+    assert value == expected and type(value) is type(expected)
+
+
+@pytest.mark.parametrize(
+    "text, default, message",
+    [("maybe", False, "is a bool"), ("2.5", 1, "must be int"), ("fast", 1e-3, "must be float"), ("3", [1], "must be list")],
+)
+def test_p_values_of_the_wrong_type_are_errors(text, default, message):
+    with pytest.raises(ConfigError, match=message):
+        runner.parse_value("x", text, default)
+
+
+def test_profile_values_are_checked_against_the_defaults(tmp_path):
+    path = write_notebook(tmp_path / "a.ipynb")
+    defaults = runner.notebook_parameters(path)
+    profiles = runner.read_profiles(path.with_suffix(".profiles.yaml"), defaults)
+    assert profiles == {"smoke": {"epochs": 2, "model": "tiny-random"}, "demo": {},
+                        "paper": {"lr": 3e-5, "use_fp16": True, "layers": [12]}}
+    bad = {
+        "smoke: {epoch: 2}\ndemo: {}\npaper: {}\n": "unknown parameter 'epoch'; did you mean 'epochs'? valid: profile, data_dir",
+        "smoke: {epochs: two}\ndemo: {}\npaper: {}\n": "parameter epochs must be int like its default 1, got 'two'",
+        "smoke: {use_fp16: 1}\ndemo: {}\npaper: {}\n": "parameter use_fp16 must be bool",
+        "smoke: {out_dir: x}\ndemo: {}\npaper: {}\n": "out_dir is set by sentcl reproduce (--out)",
+        "smoke: {}\ndemo: {}\n": "missing: ['paper']",
+        "smoke: {}\ndemo: {}\npaper: {}\nfast: {}\n": "unknown: ['fast']",
+        "smoke: [1]\ndemo: {}\npaper: {}\n": "profile smoke must map parameter names",
+    }
+    for body, message in bad.items():
+        path.with_suffix(".profiles.yaml").write_text(body)
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            runner.read_profiles(path.with_suffix(".profiles.yaml"), defaults)
+    path.with_suffix(".profiles.yaml").unlink()
+    with pytest.raises(ConfigError, match="not found"):
+        runner.read_profiles(path.with_suffix(".profiles.yaml"), defaults)
+
+
+def test_plan_merges_defaults_profile_overrides_and_the_runners_three(tmp_path):
+    root = make_project(tmp_path)
+    write_notebook(root / "notebooks" / "bsc.ipynb")
+    data = DataChoice(tmp_path / "data", False)
+    plan = runner.plan_chapter(root, "bsc", "paper", [("seed", "7"), ("lr", "1e-4")], data, tmp_path / "out")
+    assert plan.injected == {"lr": 1e-4, "use_fp16": True, "layers": [12], "seed": 7, "profile": "paper",
+                             "data_dir": str(tmp_path / "data"), "out_dir": str(tmp_path / "out")}
+    assert plan.parameters["epochs"] == 1 and plan.parameters["model"] == "tiny" and plan.parameters["seed"] == 7
+    assert plan.executed == tmp_path / "out" / "notebooks" / "bsc.ipynb"
+    with pytest.raises(ConfigError, match=re.escape("-p sede (notebooks/bsc.ipynb): unknown parameter 'sede'; did you mean 'seed'?")):
+        runner.plan_chapter(root, "bsc", "paper", [("sede", "7")], data, tmp_path / "out")
+    with pytest.raises(ConfigError, match="data_dir is set with --data-dir"):
+        runner.plan_chapter(root, "bsc", "paper", [("data_dir", "/x")], data, tmp_path / "out")
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_reproduce_refuses_bad_input_before_running_anything(tmp_path, monkeypatch, capsys):
+    root = make_project(tmp_path / "proj")
+    write_notebook(root / "notebooks" / "bsc.ipynb")
+    write_notebook(root / "notebooks" / "rcl.ipynb", params=PARAMS.replace("epochs", "n_epochs"), profiles=EMPTY_PROFILES)
+    monkeypatch.chdir(root)
+    out = tmp_path / "out"
+    # epochs is valid for bsc but not for rcl: refused for both, nothing runs
+    assert cli.main(["reproduce", "--profile", "smoke", "--out", str(out), "--no-book", "--only", "bsc", "rcl", "-p", "epochs", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "sentcl: error:" in err and "notebooks/rcl.ipynb" in err and "unknown parameter 'epochs'" in err
+    assert "did you mean 'n_epochs'?" in err
+    assert not (out / "notebooks").exists()
+    assert cli.main(["reproduce", "--only", "mnrl", "--no-book"]) == 2
+    assert "unknown chapter(s) ['mnrl']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["reproduce", "--profile", "fast"])
+
+
+def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, monkeypatch, capsys):
+    root = make_project(tmp_path / "proj")
+    write_notebook(root / "notebooks" / "bsc.ipynb", cells=["x = 1", "y = x + seed\nz = y / 0\nprint(z)"])
+    write_notebook(root / "notebooks" / "rcl.ipynb", cells=["import os\nprint(profile, os.environ['SENTCL_RUN_ID'])"])
+    monkeypatch.chdir(root)
+    out = tmp_path / "out"
+    status = cli.main(["reproduce", "--profile", "smoke", "--out", str(out), "--no-book", "-p", "seed", "5"])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert re.search(r"FAILED bsc: cell \d+ \(In \[\d+\]\) raised ZeroDivisionError: division by zero", captured.err)
+    assert "    | y = x + seed\n    | z = y / 0" in captured.err
+    assert "1 notebook(s) failed: bsc" in captured.err
+    summary = captured.out[captured.out.index("chapter "):]
+    assert re.search(r"bsc\s+failed\s+[\d.]+ s", summary) and re.search(r"rcl\s+ok\s+[\d.]+ s\s+\d+ MiB", summary)
+    assert (out / "notebooks" / "bsc.ipynb").is_file()  # kept, with the error in it
+    executed = nbformat.read(out / "notebooks" / "rcl.ipynb", as_version=4)
+    printed = executed.cells[-1].outputs[0]["text"].split()
+    records = {json.loads(p.read_text())["name"]: json.loads(p.read_text()) for p in (out / "records").glob("*.json")}
+    assert printed == ["smoke", records["rcl"]["run_id"]]  # the kernel sees the run id of its record
+    assert records["bsc"]["status"] == "failed" and "ZeroDivisionError" in records["bsc"]["error"]
+    assert records["rcl"]["status"] == "ok" and records["rcl"]["parameters"]["seed"] == 5 and records["rcl"]["seed"] == 5
+    assert records["rcl"]["parameters"]["epochs"] == 2  # from the smoke profile
+    assert records["rcl"]["peak_memory_mb"] > 10 and records["rcl"]["config"]["sample"] is True
+
+
+def test_demo_without_a_data_root_warns_that_it_falls_back_to_sample_data(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(make_project(tmp_path / "proj"))
+    monkeypatch.delenv("SENTCL_DATA", raising=False)
+    assert cli.main(["reproduce", "--out", str(tmp_path / "out"), "--no-book"]) == 0
+    captured = capsys.readouterr()
+    assert "sentcl: WARNING: no data root" in captured.err and "falls back" in captured.err
+    assert "no notebook yet (notebooks/mnrl_sbert.ipynb)" in captured.out
+    assert cli.main(["reproduce", "--profile", "paper", "--no-book"]) == 2
+    assert "the paper profile needs the real data" in capsys.readouterr().err
