@@ -29,15 +29,12 @@ last checkpoint there); otherwise the next attempt starts from an empty folder.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import math
 import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -45,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError, DataFormatError
+from .errors import ConfigError
 from .hashing import stable_hash
-from .io import atomic_write_json, fsync_tree
+from .io import atomic_write_json, file_lock, fsync_tree, read_json
 from .paths import cache_root
 
 MANIFEST = "artifact.json"
@@ -155,7 +152,7 @@ class ArtifactCache:
         path = self.path(stage) / MANIFEST
         if not path.is_file():
             raise ConfigError(f"stage {stage.name!r} ({stage.key}) is not in the cache at {self.root}")
-        return json.loads(path.read_text(encoding="utf-8"))
+        return read_json(path, "an artifact manifest")
 
     def get_or_build(self, stage: Stage, build: Callable[[Path], Any], *, resume: bool = False) -> Path:
         """The folder of ``stage``: the cached one, or one ``build(work_dir)`` fills now.
@@ -198,11 +195,7 @@ class ArtifactCache:
         def build(work: Path) -> None:
             atomic_write_json(work / RESULT, jsonable(compute(), f"result of stage {stage.name!r}"))
 
-        path = self.get_or_build(stage, build) / RESULT
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(path, exc.lineno, "a JSON result", exc.msg) from None
+        return read_json(self.get_or_build(stage, build) / RESULT, "a JSON result")
 
     def remove(self, stage: Stage) -> None:
         """Forget ``stage`` (its finished folder and any work folder); downstream stages are untouched."""
@@ -211,16 +204,8 @@ class ArtifactCache:
                 if folder.exists():
                     shutil.rmtree(folder)
 
-    @contextlib.contextmanager
-    def _locked(self, stage: Stage) -> Iterator[None]:
-        folder = self.root / stage.name
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / f".{stage.key}.lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def _locked(self, stage: Stage):
+        return file_lock(self.root / stage.name / f".{stage.key}.lock")
 
 
 __all__ = ["MANIFEST", "RESULT", "ArtifactCache", "Stage", "jsonable"]

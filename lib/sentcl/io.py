@@ -1,11 +1,12 @@
-"""Atomic writes: write to a temporary file (or folder) beside the target, then rename.
-
-A crash never leaves a half-written file that a later step would read.
+"""Files written safely: atomic writes (a temporary file or folder beside the target, then a
+rename: a crash never leaves a half-written file that a later step would read), a lock file
+for read-merge-write cycles shared between processes, and JSON read with file:line errors.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -97,3 +98,37 @@ def fsync_tree(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock (``flock``) on the lock file ``path`` for the ``with`` block.
+
+    Another process asking for the same lock waits; the lock is released when the block ends or
+    the process dies (a killed run never leaves a stale lock). The folder is created if needed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def read_json(path: str | os.PathLike, what: str = "JSON") -> Any:
+    """The JSON value in ``path``; a malformed file is a :class:`~sentcl.errors.DataFormatError`
+    naming the file, the line and ``what`` was expected, a missing one a
+    :class:`~sentcl.errors.DataMissingError`."""
+    from .errors import DataFormatError, DataMissingError
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataMissingError(f"{path}: no such file (expected {what})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, exc.lineno, what, exc.msg) from None

@@ -27,8 +27,8 @@ import pytest
 
 from sentcl.cli import main
 from sentcl.data import info, load, registry, samples_root
-from sentcl.data.download import STEPS, download
-from sentcl.errors import DataFormatError
+from sentcl.data.download import STEPS, download, step_outputs
+from sentcl.errors import ConfigError, DataFormatError
 
 SAMPLES = samples_root()
 # the module (sentcl.data.registry the attribute is the function of the same name)
@@ -57,14 +57,15 @@ def with_entries(monkeypatch, *entries):
 
 
 def variant(name: str, steps: list[dict], counts: dict):
-    """A real entry with other download steps and the sample counts:
-    ``counts`` maps a split to its record count, or to (count, dropped)."""
+    """A real entry with other download steps and the sample counts, and no Hugging Face copy
+    (tests/data/test_download_hub.py covers those): ``counts`` maps a split to its record
+    count, or to (count, dropped)."""
     entry = info(name)
     splits = {}
     for split, value in counts.items():
         count, dropped = value if isinstance(value, tuple) else (value, {})
         splits[split] = dataclasses.replace(entry.splits[split], count=count, dropped=dropped)
-    return dataclasses.replace(entry, download=tuple(steps), splits=splits)
+    return dataclasses.replace(entry, download=tuple(steps), splits=splits, hub=None)
 
 
 def make_zip(path: Path, members: dict[str, bytes]) -> Path:
@@ -250,16 +251,7 @@ def test_sts_paste_keeps_unscored_rows_and_drops_source_columns(tmp_path, served
 
 def test_every_registry_recipe_produces_every_split_file():
     """A download yields the complete layout: every file a split lists is written by a step
-    (or comes from the datasets a `requires` step names)."""
-    produced_by = {
-        "save": lambda s: [s["to"]],
-        "extract": lambda s: list(s["members"].values()),
-        "sts_paste": lambda s: list(s["subsets"]),
-        "paste_columns": lambda s: [s["to"]],
-        "split_rows": lambda s: [p["to"] for p in s["parts"]],
-        "head_lines": lambda s: [s["to"]],
-    }
-    assert set(produced_by) == set(STEPS)
+    (or comes from the datasets a `requires` step names), without the hub."""
     for name, entry in registry().items():
         if not entry.download:
             continue
@@ -268,11 +260,24 @@ def test_every_registry_recipe_produces_every_split_file():
             if step["action"] == "requires":
                 required += step["datasets"]
             else:
-                produced.update(produced_by[step["action"]](step))
+                assert step["action"] in STEPS, f"{name}: {step['action']}"
+                produced.update(step_outputs(step))
         for other in required:
             produced.update(f"{info(other).folder}/{f}" for s in info(other).splits.values() for f in s.files)
         wanted = {f for s in entry.splits.values() for f in s.files}
         assert wanted <= produced, f"{name}: no step writes {sorted(wanted - produced)}"
+
+
+def test_step_outputs_are_what_the_steps_write(tmp_path, served, monkeypatch):
+    """step_outputs (what a skipped step would have written) matches what the step writes."""
+    folder, base = served
+    shutil.copy(SAMPLES / "sick2014/SICK_train.txt", folder)
+    step = {"action": "save", "url": f"{base}/SICK_train.txt", "to": "SICK_train.txt"}
+    with_entries(monkeypatch, variant("sickr", [step], {"train": 60}))
+    written = download("sickr", tmp_path / "root")
+    assert [p.name for p in written] == step_outputs(step) == ["SICK_train.txt"]
+    with pytest.raises(ConfigError, match="unknown download action 'fetch'"):
+        step_outputs({"action": "fetch"})
 
 
 # --------------------------------------------------------------------------------------

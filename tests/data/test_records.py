@@ -44,3 +44,25 @@ def test_take_and_subset_keep_what_the_record_says_about_itself():
     name = sts12.subset_names[0]
     one = sts12.subset(name)
     assert one.dropped == {} and all(name in s for s in one.sources) and one.sources
+
+
+def test_record_builder_collects_rows_and_counts_only_what_was_dropped():
+    import pytest
+
+    from sentcl.data import LabelledPairs, ScoredPairs, info
+    from sentcl.data.loaders.common import NLI_LABELS, RecordBuilder
+
+    rows = RecordBuilder(ScoredPairs)
+    rows.add("a", "b", 4.5, "MSRvid")
+    rows.add("c", "d", 0.0, "OnWN")
+    rows.dropped["unscored"] += 2
+    rows.dropped["never"] += 0
+    record = rows.build(info("sts12"), "test", [samples_root() / "sts/2012/MSRvid.test.tsv"])
+    assert (record.name, record.split, record.sentences1, record.subsets) == ("sts12", "test", ["a", "c"], ["MSRvid", "OnWN"])
+    assert record.scores.tolist() == [4.5, 0.0] and record.dropped == {"unscored": 2}
+    assert record.sources == [str(samples_root() / "sts/2012/MSRvid.test.tsv")]
+    labelled = RecordBuilder(LabelledPairs, label_names=NLI_LABELS)
+    labelled.add("p", "h", 2)
+    assert labelled.build(info("snli"), "dev", []).label_counts() == {"entailment": 0, "neutral": 0, "contradiction": 1}
+    with pytest.raises(TypeError, match=r"a LabelledPairs row has 3 values \('sentences1', 'sentences2', 'labels'\), got 2"):
+        labelled.add("p", "h")

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
 from sentcl.data import info, registry
 from sentcl.data.loaders import common
-from sentcl.data.registry import LOADERS, load
+from sentcl.data.registry import LOADERS, _parse_entry, load
 from sentcl.errors import ConfigError
+from sentcl.paths import resource
 
 DATASETS = [
     "sts12",
@@ -104,3 +106,40 @@ def test_unknown_names_and_splits_list_the_valid_ones(tmp_path):
 
 def test_nli_label_order_is_the_standard_one():
     assert common.NLI_LABELS == ("entailment", "neutral", "contradiction")
+
+
+def write_entry(tmp_path, name: str, **changes):
+    """The real entry's YAML with ``changes`` (None deletes a key), as ``<tmp>/<name>.yaml``."""
+    raw = yaml.safe_load((resource("registry") / f"{name}.yaml").read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        if value is None:
+            raw.pop(key)
+        else:
+            raw[key] = value
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return path
+
+
+def test_every_registry_file_parses_and_unknown_keys_are_rejected(tmp_path):
+    assert _parse_entry(write_entry(tmp_path, "snli")) == info("snli")
+    with pytest.raises(ConfigError, match=r"snli.yaml: unknown keys \['mirror'\]; valid: \[.*'hub'"):
+        _parse_entry(write_entry(tmp_path, "snli", mirror="x"))
+    raw_hub = yaml.safe_load((resource("registry") / "snli.yaml").read_text(encoding="utf-8"))["hub"]
+    with pytest.raises(ConfigError, match=r"hub needs exactly the keys \['files', 'repo', 'revision'\], found \['branch', "):
+        _parse_entry(write_entry(tmp_path, "snli", hub={**raw_hub, "branch": "main"}))
+    with pytest.raises(ConfigError, match=r"hub revision must be a commit \(40 hex digits\), found 'main'"):
+        _parse_entry(write_entry(tmp_path, "snli", hub={**raw_hub, "revision": "main"}))
+    [(to, spec)] = raw_hub["files"].items()
+    with pytest.raises(ConfigError, match=rf"hub file '{to}' needs exactly the keys \['path', 'sha256'\], found \['md5', "):
+        _parse_entry(write_entry(tmp_path, "snli", hub={**raw_hub, "files": {to: {**spec, "md5": "x"}}}))
+    with pytest.raises(ConfigError, match=r"sha256 must be 64 hex digits"):
+        _parse_entry(write_entry(tmp_path, "snli", hub={**raw_hub, "files": {to: {**spec, "sha256": "abc"}}}))
+    with pytest.raises(ConfigError, match=r"hub file 'snli_1.0_validation.jsonl' is not a file of any split"):
+        _parse_entry(write_entry(tmp_path, "snli", hub={**raw_hub, "files": {"snli_1.0_validation.jsonl": spec}}))
+    with pytest.raises(ConfigError, match=r"hub lists no files"):
+        _parse_entry(write_entry(tmp_path, "snli", hub={**raw_hub, "files": {}}))
+    raw_split = yaml.safe_load((resource("registry") / "snli.yaml").read_text(encoding="utf-8"))["splits"]
+    raw_split["train"]["size"] = 1
+    with pytest.raises(ConfigError, match=r"split 'train' has unknown keys \['size'\]"):
+        _parse_entry(write_entry(tmp_path, "snli", splits=raw_split))

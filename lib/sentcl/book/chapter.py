@@ -3,10 +3,12 @@
 A chapter notebook starts with its ``parameters`` cell, which always holds ``profile``,
 ``data_dir`` and ``out_dir`` (``sentcl reproduce`` sets them), then::
 
-    run = ChapterRun("mnrl_sbert", profile=profile, data_dir=data_dir, out_dir=out_dir)
+    run = ChapterRun("mnrl_sbert", profile=profile, data_dir=data_dir, out_dir=out_dir,
+                     models=base_models, paper_models={"BERT": "bert-base-uncased"})
     sts12 = run.load("sts12")                       # from the run's data root, logged
-    ...
-    run.add_result("Table 1", "MNRLSBERT", {"STS12": 71.9, ...}, seeds=[42])
+    run.describe_evaluation({"STS12": sts12})       # "STS pairs scored: STS12 3,108" on every row
+    result = run.train(trainer)                     # cached, resumable, with a run record
+    run.record("MNRLSBERT", {"STS12": 71.9, ...}, seeds=[42], family="BERT", trained_on=data.name)
     run.table("Table 1")                            # paper | ours | Δ, in the paper's layout
     run.save_figure(run.averages_chart("Table 1"), "figure-6", "Average Spearman, paper vs ours")
 
@@ -29,8 +31,9 @@ from ..errors import ConfigError
 from ..io import atomic_write_json
 from ..paths import data_root
 from . import report
+from .claims import orderings
 from .records import finish_run_record, start_run_record
-from .results import PROFILES, Result, current_run_id, load_results, save_results
+from .results import PROFILES, Result, current_run_id, load_results, paper_values, save_results
 
 # chapter -> title, in book order; a chapter's notebook is notebooks/<chapter>.ipynb
 CHAPTERS = {
@@ -88,7 +91,18 @@ def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> Dat
 class ChapterRun:
     """One run of a chapter notebook: where it reads data and writes results and figures."""
 
-    def __init__(self, chapter: str, *, profile: str, data_dir: str | os.PathLike | None, out_dir: str | os.PathLike):
+    def __init__(
+        self,
+        chapter: str,
+        *,
+        profile: str,
+        data_dir: str | os.PathLike | None,
+        out_dir: str | os.PathLike,
+        models: Mapping[str, str] | None = None,
+        paper_models: Mapping[str, str] | None = None,
+    ):
+        """``models`` and ``paper_models``: family (e.g. ``"BERT"``) -> the encoder this run uses and
+        the paper's; where they differ, every row of that family says which stands in for which."""
         if chapter not in CHAPTERS:
             raise ConfigError(f"unknown chapter {chapter!r}; chapters: {', '.join(CHAPTERS)}")
         self.chapter = chapter
@@ -99,6 +113,12 @@ class ChapterRun:
         self.out_dir = Path(out_dir).resolve()
         self.run_id = current_run_id()
         self._loaded: list[dict[str, Any]] = []
+        self.models = dict(models or {})
+        self.paper_models = dict(paper_models or {})
+        unknown = sorted(set(self.models) - set(self.paper_models)) if self.paper_models else []
+        if unknown:
+            raise ConfigError(f"{chapter}: model families {unknown} have no paper model; paper_models has {sorted(self.paper_models)}")
+        self._evaluated_on = ""
 
     @property
     def kind(self) -> str:
@@ -143,6 +163,76 @@ class ChapterRun:
             finish_run_record(self.out_dir, record)
         return result
 
+    def paper_tables(self, row: str) -> list[str]:
+        """The tables of the paper that list ``row``, in the paper's order."""
+        values = paper_values(self.chapter)
+        return list(dict.fromkeys(values.loc[values["row"] == row, "table"]))
+
+    def paper_rows(self, table: str) -> list[str]:
+        """The rows of one of the paper's tables, in the paper's order."""
+        values = paper_values(self.chapter)
+        return list(dict.fromkeys(values.loc[values["table"] == table, "row"]))
+
+    def orderings_summary(self, tables: Sequence[str], column: str = "Average") -> list[str]:
+        """Markdown lines: per table, how many of the paper's orderings of two rows this run
+        computed and how many hold, then each as a sentence (:func:`sentcl.book.claims.orderings`);
+        on sample data, a last line says the sentences test the code, not the paper."""
+        compared, lines = self.compare(), []
+        for table in tables:
+            found = orderings(compared, table, column)
+            lines.append(f"**{table}:** of the {len(found)} orderings of two rows that the paper "
+                         f"reports and this run computed, {sum(o.holds for o in found)} hold.")
+            lines += [f"- {o.sentence()}" for o in found]
+        if self.data.sample:
+            lines.append("*This run read the project's sample data: the sentences above test the code, not the paper.*")
+        return lines
+
+    def stand_in(self, family: str) -> str:
+        """``"<ours> stands in for <paper's>"`` when this run's encoder of ``family`` is not the paper's, else ``""``."""
+        if family not in self.models:
+            raise ConfigError(f"{self.chapter}: no model family {family!r}; families: {sorted(self.models)}")
+        ours, paper = self.models[family], self.paper_models.get(family, self.models[family])
+        return "" if ours == paper else f"{ours} stands in for {paper}"
+
+    def describe_evaluation(
+        self, records: Mapping[str, Any], *, what: str = "STS pairs", limit: int = 0, seed: int | None = None
+    ) -> str:
+        """Say what the rows recorded from now on were scored on: ``{column: record}`` of the
+        evaluation sets (after any subsampling; ``what`` their rows), ``limit`` the per-task cap
+        (0: none) and its seed. Returns the data text every later :meth:`record` carries, e.g.
+        ``"<data root>; STS pairs scored: STS12 3,108, STSb 1,379"``."""
+        sizes = ", ".join(f"{column} {len(record):,}" for column, record in records.items())
+        self._evaluated_on = f"{what} scored: {sizes}" + (f" (at most {limit} per task, seed {seed})" if limit else "")
+        return self._data_text()
+
+    def _data_text(self) -> str:
+        return "; ".join(part for part in (self.data.describe(), self._evaluated_on) if part)
+
+    def record(
+        self,
+        row: str,
+        values: Mapping[str, float],
+        *,
+        seeds: Sequence[int],
+        std: Mapping[str, float] | None = None,
+        tables: Sequence[str] | None = None,
+        family: str | None = None,
+        trained_on: str | None = None,
+        note: str = "",
+    ) -> list[Path]:
+        """Record one row of results under every paper table that lists ``row`` (or under ``tables``:
+        a row of our own names its tables). Its note says what the profile changed: which encoder
+        stands in for the paper's (``family``), which training subset it was trained on
+        (``trained_on``), then ``note``; its data text is :meth:`describe_evaluation`'s."""
+        tables = list(tables) if tables is not None else self.paper_tables(row)
+        if not tables:
+            raise ConfigError(f"{self.chapter}: the paper has no row {row!r}; name the tables of a row of our own")
+        notes = [self.stand_in(family) if family is not None else "", f"trained on {trained_on}" if trained_on else "", note]
+        text = "; ".join(part for part in notes if part)
+        return [
+            self.add_result(table, row, values, seeds=seeds, std=std, data=self._data_text(), note=text) for table in tables
+        ]
+
     def add_result(
         self,
         table: str,
@@ -157,7 +247,7 @@ class ChapterRun:
         """Record one row of a paper table (``values``: column -> value in the paper's
         units, averaged over ``seeds``; ``std``: column -> standard deviation) in the
         results file, at once. ``data`` says what the row was computed on (default:
-        which data root). Returns the results file's path."""
+        :meth:`describe_evaluation`'s text). Returns the results file's path."""
         std = std or {}
         unknown = set(std) - set(values)
         if unknown:
@@ -166,7 +256,7 @@ class ChapterRun:
             Result(
                 table=table, row=row, column=column, value=float(value), seeds=tuple(int(s) for s in seeds),
                 std=None if std.get(column) is None else float(std[column]), profile=self.profile, kind=self.kind,
-                data=data or self.data.describe(), note=note,
+                data=data or self._data_text(), note=note,
             )
             for column, value in values.items()
         ]

@@ -8,7 +8,6 @@ see :class:`RunRecord`. The book's environment page and the chapters' timings re
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import platform
 import resource as _resource
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DataFormatError
-from ..io import atomic_write_json
+from ..io import atomic_write_json, read_json
 from .results import PROFILES, current_run_id
 
 RECORD_KINDS = ("notebook", "training")
@@ -146,11 +145,7 @@ def read_run_records(*folders: str | os.PathLike) -> list[RunRecord]:
     for folder in folders:
         folder = Path(folder)
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, exc.lineno, "a JSON run record", exc.msg) from None
-            records.append(RunRecord.from_dict(raw, path))
+            records.append(RunRecord.from_dict(read_json(path, "a JSON run record"), path))
     return sorted(records, key=lambda r: r.started)
 
 

@@ -30,9 +30,7 @@ drops every row an earlier run of the same chapter left.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import fcntl
 import io
 import math
 import os
@@ -46,7 +44,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ConfigError, DataFormatError, DataMissingError
-from ..io import atomic_write_text
+from ..io import atomic_write_text, file_lock
 from ..paths import resource
 
 PROFILES = ("smoke", "demo", "paper")
@@ -205,7 +203,7 @@ def save_results(out_dir: str | os.PathLike, chapter: str, results: Iterable[Res
         }
 
     path = results_path(out_dir, chapter)
-    with _locked(path):
+    with file_lock(path.with_name(f".{path.name}.lock")):  # read, merge and replace under one lock
         kept: list[dict[str, str]] = []
         if path.exists():
             for row in _read_result_rows(path, chapter):
@@ -341,13 +339,3 @@ def _fmt(x: float | None) -> str:
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else repr(float(x))
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock beside ``path`` while reading, merging and replacing it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f".{path.name}.lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)

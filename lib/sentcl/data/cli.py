@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 
 from ..paths import data_root
 from .registry import registry
@@ -32,11 +33,15 @@ def register(subparsers, name: str = "data", help: str = "inspect, check and dow
         help="fill a data root from the original sources (needs internet)",
         description="Download datasets from their original sources into the data root, in the layout of "
         "../shared/data: each file is fetched to a temporary folder, its sha256 verified where the registry "
-        "knows it, converted where the layout is derived, loaded and counted, and only then moved into place.",
+        "knows it, converted where the layout is derived, loaded and counted, and only then moved into place. "
+        "SNLI and MultiNLI train come from the Hugging Face copies the MNRL-SBERT paper used (pinned commit "
+        "and sha256), or from the original archives when the hub cannot be reached.",
     )
     p.add_argument("names", nargs="+", metavar="NAME", help="datasets to download, or 'all'")
     p.add_argument("--data-dir", help="the data root (default: $SENTCL_DATA); created if absent")
     p.add_argument("--force", action="store_true", help="download again even when the files are present")
+    p.add_argument("--no-hub", dest="hub", action="store_false",
+                   help="use the original archives even where the registry names a Hugging Face copy")
     p.set_defaults(func=cmd_download)
 
 
@@ -64,9 +69,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_download(args: argparse.Namespace) -> int:
     """Download the named datasets. With ``all``: datasets without a recipe are listed and
-    skipped, and a failing dataset is reported without stopping the others."""
+    skipped, and a failing dataset is reported without stopping the others. A warning raised
+    while a dataset downloads (e.g. the hub could not be reached) is printed under its name."""
     from ..errors import SentclError
-    from .download import download
+    from .download import HubUnavailableWarning, download
 
     everything = args.names == ["all"]
     names = list(registry()) if everything else args.names
@@ -75,12 +81,19 @@ def cmd_download(args: argparse.Namespace) -> int:
         if everything and not registry()[name].download:
             skipped.append(name)
             continue
-        try:
-            written = download(name, args.data_dir, force=args.force)
-        except SentclError as exc:
+        error: SentclError | None = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", HubUnavailableWarning)
+            try:
+                written = download(name, args.data_dir, force=args.force, hub=args.hub)
+            except SentclError as exc:
+                error = exc
+        for warning in caught:
+            print(f"{name}: note: {warning.message}")
+        if error is not None:
             if not everything:
-                raise
-            print(f"{name}: FAILED: {exc}")
+                raise error
+            print(f"{name}: FAILED: {error}")
             failed.append(name)
             continue
         print(f"{name}: {len(written)} files written" if written else f"{name}: already present")

@@ -18,6 +18,18 @@ and turns them into files of the dataset's folder:
 - ``head_lines``: the first ``lines`` lines of a file of the folder (``from``) as ``to``;
 - ``requires``: the dataset is built from other datasets (``datasets``), downloaded first.
 
+An entry with a ``hub`` block (SNLI, MultiNLI) names the Hugging Face copy of some of its
+files, the copy the MNRL-SBERT paper trained on. Those files are fetched first, with
+``huggingface_hub.hf_hub_download`` at the pinned commit (into the usual Hugging Face cache,
+so ``HF_HUB_OFFLINE``, ``HF_HUB_CACHE`` and ``HF_ENDPOINT`` apply), their sha256 checked,
+and each parquet file written as the official JSON-lines file the NLI loader reads (label
+ids 0/1/2 -> entailment/neutral/contradiction, -1 -> ``-``, no gold label). A step whose
+every file the hub gave is then skipped. When the hub cannot be reached, or
+``huggingface_hub``/``pyarrow`` is not installed, a :class:`HubUnavailableWarning` says so
+and the original archives are used; any other hub error is an error. Reading the repository
+files rather than ``datasets.load_dataset`` pins exact files (commit and sha256), needs no
+``datasets`` and leaves no second, Arrow copy of the data in the ``datasets`` cache.
+
 The whole download is atomic per file and verified before anything is moved: every URL is
 fetched into a temporary folder inside the data root (with a progress bar), its sha256
 checked where the registry records one, the steps run there, and every split whose files
@@ -30,12 +42,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import tarfile
 import tempfile
 import urllib.parse
 import urllib.request
+import warnings
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,9 +59,20 @@ from tqdm.auto import tqdm
 
 from ..errors import ConfigError, DataFormatError, SentclError
 from ..paths import DATA_ENV
-from .registry import DatasetInfo, info, load
+from .loaders.common import NLI_LABELS
+from .loaders.nli import NO_GOLD_LABEL
+from .registry import DatasetInfo, HubSource, info, load
 
 CHUNK = 1 << 20
+
+# The columns of the Hugging Face NLI copies and their "no gold label" id.
+HUB_NLI_COLUMNS = ("premise", "hypothesis", "label")
+HUB_NO_LABEL = -1
+
+
+class HubUnavailableWarning(UserWarning):
+    """The Hugging Face copy could not be fetched (hub unreachable, package missing); the
+    original archives are used instead."""
 
 
 def fetch(url: str, dest: Path, sha256: str | None = None) -> Path:
@@ -65,9 +90,93 @@ def fetch(url: str, dest: Path, sha256: str | None = None) -> Path:
             out.write(block)
             digest.update(block)
             bar.update(len(block))
-    if sha256 and digest.hexdigest() != sha256.lower():
-        raise DataFormatError(url, None, f"sha256 {sha256}", digest.hexdigest())
+    check_sha256(url, digest.hexdigest(), sha256)
     return dest
+
+
+def check_sha256(where: str, found: str, expected: str | None) -> None:
+    """A DataFormatError naming ``where`` when ``found`` is not the ``expected`` sha256 (if any)."""
+    if expected and found != expected.lower():
+        raise DataFormatError(where, None, f"sha256 {expected}", found)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------
+# The Hugging Face copies
+
+
+def fetch_hub(hub: HubSource) -> dict[str, Path]:
+    """The hub's files, fetched into the Hugging Face cache and checked: layout file ->
+    local parquet file. Empty, with a :class:`HubUnavailableWarning`, when the hub cannot be
+    reached (and the files are not cached) or ``huggingface_hub``/``pyarrow`` is missing."""
+    try:
+        import pyarrow.parquet  # noqa: F401  (needed to convert; checked before downloading)
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
+    except ImportError as exc:
+        warnings.warn(f"{hub.repo}: {exc.name} is not installed; using the original archives", HubUnavailableWarning,
+                      stacklevel=3)
+        return {}
+    local = {}
+    for to, file in hub.files.items():
+        try:
+            local[to] = Path(hf_hub_download(hub.repo, file.path, repo_type="dataset", revision=hub.revision))
+        except LocalEntryNotFoundError as exc:  # no connection (or HF_HUB_OFFLINE) and not in the cache
+            reason = exc.__cause__ or exc  # the connection error or OfflineModeIsEnabled behind it, when there is one
+            warnings.warn(f"{hub.repo}: the Hugging Face hub cannot be reached ({reason}); using the original archives",
+                          HubUnavailableWarning, stacklevel=3)
+            return {}
+        except (EntryNotFoundError, HfHubHTTPError) as exc:
+            raise SentclError(f"cannot download {hub.url(file.path)}: {exc}") from None
+        check_sha256(hub.url(file.path), _file_sha256(local[to]), file.sha256)
+    return local
+
+
+def hub_nli_to_jsonl(parquet: Path, dest: Path, where: str) -> None:
+    """Write a Hugging Face NLI parquet file (``premise``, ``hypothesis``, ``label``) as an
+    official JSON-lines file (``gold_label``, ``sentence1``, ``sentence2``), row for row and
+    text untouched: label ids 0/1/2 become entailment/neutral/contradiction and -1 (no gold
+    label) the loader's ``-``, which it drops and counts. ``where`` names the file in errors."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        source = pq.ParquetFile(parquet)
+    except pa.ArrowException as exc:
+        raise DataFormatError(where, None, "a parquet file", str(exc)) from None
+    names = source.schema_arrow.names
+    missing = [c for c in HUB_NLI_COLUMNS if c not in names]
+    if missing:
+        raise DataFormatError(where, None, f"columns {list(HUB_NLI_COLUMNS)}", f"no {missing} in {names}")
+    row = 0
+    with source, open(dest, "w", encoding="utf-8") as out:
+        for batch in source.iter_batches(columns=list(HUB_NLI_COLUMNS)):  # streamed: MultiNLI train is 214 MB
+            premises, hypotheses, labels = (batch.column(c).to_pylist() for c in HUB_NLI_COLUMNS)
+            for premise, hypothesis, label in zip(premises, hypotheses, labels):
+                row += 1
+                out.write(json.dumps(_hub_nli_row(premise, hypothesis, label, f"{where} row {row}"), ensure_ascii=False))
+                out.write("\n")
+
+
+def _hub_nli_row(premise: object, hypothesis: object, label: object, where: str) -> dict[str, object]:
+    """One hub row as an official JSON-lines object; a bad value is an error naming the row."""
+    for column, text in (("premise", premise), ("hypothesis", hypothesis)):
+        if not isinstance(text, str):
+            raise DataFormatError(where, None, f"a string in column {column}", repr(text))
+    if label == HUB_NO_LABEL:
+        gold = NO_GOLD_LABEL
+    elif isinstance(label, int) and 0 <= label < len(NLI_LABELS):
+        gold = NLI_LABELS[label]
+    else:
+        raise DataFormatError(where, None, f"a label id 0-{len(NLI_LABELS) - 1} or -1", repr(label))
+    return {"gold_label": gold, "sentence1": premise, "sentence2": hypothesis}
 
 
 # --------------------------------------------------------------------------------------
@@ -148,20 +257,18 @@ def _target(folder: Path, rel: str) -> Path:
     return path
 
 
-def step_save(step: dict, sources: list[Path], folder: Path) -> list[str]:
+def step_save(step: dict, sources: list[Path], folder: Path) -> None:
     shutil.copyfile(sources[0], _target(folder, step["to"]))
-    return [step["to"]]
 
 
-def step_extract(step: dict, sources: list[Path], folder: Path) -> list[str]:
+def step_extract(step: dict, sources: list[Path], folder: Path) -> None:
     with open_archive(sources[0]) as (names, handle):
         for member, to in step["members"].items():
             with _open_member(handle, _find(names, member, step["url"])) as src, open(_target(folder, to), "wb") as out:
                 shutil.copyfileobj(src, out, CHUNK)
-    return list(step["members"].values())
 
 
-def step_sts_paste(step: dict, sources: list[Path], folder: Path) -> list[str]:
+def step_sts_paste(step: dict, sources: list[Path], folder: Path) -> None:
     with open_archive(sources[0]) as (names, handle):
         for to, subset in step["subsets"].items():
             gs_name = _find(names, step["gs"].format(subset), step["url"])
@@ -179,10 +286,9 @@ def step_sts_paste(step: dict, sources: list[Path], folder: Path) -> list[str]:
                     raise DataFormatError(f"{step['url']}!{input_name}", number, "two tab-separated sentences", pair)
                 rows.append(f"{score.strip()}\t{fields[0]}\t{fields[1]}\n")
             _target(folder, to).write_text("".join(rows), encoding="utf-8")
-    return list(step["subsets"])
 
 
-def step_paste_columns(step: dict, sources: list[Path], folder: Path) -> list[str]:
+def step_paste_columns(step: dict, sources: list[Path], folder: Path) -> None:
     columns = [_text_lines(p.read_bytes(), url) for p, url in zip(sources, step["urls"])]
     if len({len(c) for c in columns}) != 1:
         raise DataFormatError(
@@ -194,35 +300,30 @@ def step_paste_columns(step: dict, sources: list[Path], folder: Path) -> list[st
     rows = ["\t".join(step["header"]) + "\n"]
     rows += ["\t".join(field.rstrip(" ") for field in fields) + "\n" for fields in zip(*columns)]
     _target(folder, step["to"]).write_text("".join(rows), encoding="utf-8")
-    return [step["to"]]
 
 
-def step_split_rows(step: dict, sources: list[Path], folder: Path) -> list[str]:
+def step_split_rows(step: dict, sources: list[Path], folder: Path) -> None:
     lines = _byte_lines(sources[0].read_bytes())
     while lines and not lines[-1].strip():  # blank lines at the end of the file are no rows
         lines.pop()
     header, rows = lines[: step["header"]], lines[step["header"] :]
     start = 0
-    written = []
     for part in step["parts"]:
         stop = start + part["rows"] if "rows" in part else len(rows)
         if stop > len(rows):
             raise DataFormatError(step["url"], None, f"at least {stop} rows after the header", f"{len(rows)} rows")
         _target(folder, part["to"]).write_bytes(b"".join(header + rows[start:stop]))
-        written.append(part["to"])
         start = stop
     if start != len(rows):
         raise DataFormatError(step["url"], None, f"{start} rows after the header", f"{len(rows)} rows")
-    return written
 
 
-def step_head_lines(step: dict, sources: list[Path], folder: Path) -> list[str]:
+def step_head_lines(step: dict, sources: list[Path], folder: Path) -> None:
     with open(folder / step["from"], "rb") as src:
         head = [line for _, line in zip(range(step["lines"]), src)]
     if len(head) < step["lines"]:
         raise DataFormatError(folder / step["from"], None, f"at least {step['lines']} lines", f"{len(head)} lines")
     _target(folder, step["to"]).write_bytes(b"".join(head))
-    return [step["to"]]
 
 
 STEPS = {
@@ -233,6 +334,20 @@ STEPS = {
     "split_rows": step_split_rows,
     "head_lines": step_head_lines,
 }
+
+
+def step_outputs(step: dict) -> list[str]:
+    """The files (relative to the dataset's folder) a step writes."""
+    action = step["action"]
+    if action in ("save", "paste_columns", "head_lines"):
+        return [step["to"]]
+    if action == "extract":
+        return list(step["members"].values())
+    if action == "sts_paste":
+        return list(step["subsets"])
+    if action == "split_rows":
+        return [part["to"] for part in step["parts"]]
+    raise ConfigError(f"unknown download action {action!r}; valid: {sorted(STEPS) + ['requires']}")
 
 
 def _step_urls(step: dict) -> list[tuple[str, str | None]]:
@@ -264,11 +379,13 @@ def _verify(entry: DatasetInfo, staging: Path, produced: set[str]) -> None:
             )
 
 
-def download(name: str, data_dir: str | Path | None = None, *, force: bool = False) -> list[Path]:
+def download(name: str, data_dir: str | Path | None = None, *, force: bool = False, hub: bool = True) -> list[Path]:
     """Download one registered dataset into the data root; returns the files written.
 
     Skips a dataset whose files are all present unless ``force``. ``data_dir`` defaults
-    to ``$SENTCL_DATA``; it is created when absent.
+    to ``$SENTCL_DATA``; it is created when absent. With ``hub`` (the default) the files the
+    entry's ``hub`` block names come from the Hugging Face copy when it can be reached;
+    ``hub=False`` uses the original archives only.
     """
     chosen = data_dir if data_dir not in (None, "") else os.environ.get(DATA_ENV)
     if not chosen:
@@ -287,18 +404,40 @@ def download(name: str, data_dir: str | Path | None = None, *, force: bool = Fal
         action = step.get("action")
         if action == "requires":
             for other in step["datasets"]:
-                written += download(other, root, force=force)
+                written += download(other, root, force=force, hub=hub)
         elif action in STEPS:
             steps.append(step)
         else:
             raise ConfigError(f"{name}: unknown download action {action!r}; valid: {sorted(STEPS) + ['requires']}")
-    if steps:
-        written += _run_steps(entry, steps, root)
+    hub_files = fetch_hub(entry.hub) if hub and entry.hub else {}
+    if hub_files:
+        steps = _steps_besides_hub(entry, steps, set(hub_files))
+    if steps or hub_files:
+        written += _run_steps(entry, steps, root, hub_files)
     return written
 
 
-def _run_steps(entry: DatasetInfo, steps: list[dict], root: Path) -> list[Path]:
-    """Fetch and convert in a temporary folder inside ``root``, verify, then move into place."""
+def _steps_besides_hub(entry: DatasetInfo, steps: list[dict], from_hub: set[str]) -> list[dict]:
+    """The steps still needed once the hub gave ``from_hub``: a step that writes only such
+    files is skipped; one that writes some of them and other files is a registry error (it
+    would overwrite the hub's copy), to be split into two steps."""
+    needed = []
+    for step in steps:
+        outputs = set(step_outputs(step))
+        if outputs <= from_hub:
+            continue
+        if outputs & from_hub:
+            raise ConfigError(
+                f"{entry.name}: a {step['action']} step writes {sorted(outputs & from_hub)} (from the hub) and "
+                f"{sorted(outputs - from_hub)}; split it into two steps"
+            )
+        needed.append(step)
+    return needed
+
+
+def _run_steps(entry: DatasetInfo, steps: list[dict], root: Path, hub_files: dict[str, Path]) -> list[Path]:
+    """Convert the hub's files, fetch and run the steps, all in a temporary folder inside
+    ``root``; verify, then move into place. A URL that several steps read is fetched once."""
     written = []
     with tempfile.TemporaryDirectory(prefix=".download-", dir=root) as tmp:
         staging = Path(tmp) / "root"
@@ -307,12 +446,18 @@ def _run_steps(entry: DatasetInfo, steps: list[dict], root: Path) -> list[Path]:
         fetched = Path(tmp) / "fetched"
         fetched.mkdir()
         produced: set[str] = set()
-        for i, step in enumerate(steps):
-            sources = [
-                fetch(url, fetched / f"{i}-{j}-{Path(urllib.parse.urlparse(url).path).name}", sha)
-                for j, (url, sha) in enumerate(_step_urls(step))
-            ]
-            produced.update(STEPS[step["action"]](step, sources, folder))
+        for to, parquet in hub_files.items():
+            hub_nli_to_jsonl(parquet, _target(folder, to), entry.hub.url(entry.hub.files[to].path))
+            produced.add(to)
+        by_url: dict[str, Path] = {}
+        for step in steps:
+            sources = []
+            for url, sha in _step_urls(step):
+                if url not in by_url:
+                    by_url[url] = fetch(url, fetched / f"{len(by_url)}-{Path(urllib.parse.urlparse(url).path).name}", sha)
+                sources.append(by_url[url])
+            STEPS[step["action"]](step, sources, folder)
+            produced.update(step_outputs(step))
         _verify(entry, staging, produced)
         target = root / entry.folder
         for rel in sorted(produced):

@@ -114,7 +114,7 @@ class ScoredPairs(_Record):
         self.scores = np.asarray(self.scores, dtype=np.float64)
         n = len(self.sentences1)
         if not (len(self.sentences2) == n == len(self.scores) == len(self.subsets)):
-            raise ValueError(f"{self.name}/{self.split}: columns of unequal length")
+            raise ConfigError(f"{self.name}/{self.split}: columns of unequal length")
 
     @property
     def subset_names(self) -> list[str]:
@@ -126,7 +126,7 @@ class ScoredPairs(_Record):
         counts stay with the whole record)."""
         idx = [i for i, s in enumerate(self.subsets) if s == name]
         if not idx:
-            raise KeyError(f"{self.name}/{self.split} has no subset {name!r}; it has {self.subset_names}")
+            raise ConfigError(f"{self.name}/{self.split} has no subset {name!r}; it has {self.subset_names}")
         part = self.take(idx)
         part.sources = [s for s in self.sources if name in s] or list(self.sources)
         part.dropped = {}
@@ -145,9 +145,9 @@ class LabelledPairs(_Record):
         self.labels = np.asarray(self.labels, dtype=np.int64)
         n = len(self.sentences1)
         if not (len(self.sentences2) == n == len(self.labels)):
-            raise ValueError(f"{self.name}/{self.split}: columns of unequal length")
+            raise ConfigError(f"{self.name}/{self.split}: columns of unequal length")
         if n and (self.labels.min() < 0 or self.labels.max() >= len(self.label_names)):
-            raise ValueError(f"{self.name}/{self.split}: label ids outside 0..{len(self.label_names) - 1}")
+            raise ConfigError(f"{self.name}/{self.split}: label ids outside 0..{len(self.label_names) - 1}")
 
     def label_counts(self) -> dict[str, int]:
         counts = np.bincount(self.labels, minlength=len(self.label_names))
@@ -167,7 +167,7 @@ class Triplets(_Record):
 
     def __post_init__(self) -> None:
         if not (len(self.anchors) == len(self.positives) == len(self.negatives)):
-            raise ValueError(f"{self.name}/{self.split}: columns of unequal length")
+            raise ConfigError(f"{self.name}/{self.split}: columns of unequal length")
 
 
 @dataclass

@@ -27,6 +27,11 @@ Entry schema (``data/registry/<name>.yaml``)::
         url: https://...          #   | head_lines | requires (see sentcl.data.download)
         sha256: ...               # of the fetched file, when known
         members: {stsbenchmark/sts-test.csv: sts-test.csv}
+    hub:                          # optional (NLI sets): the Hugging Face copy a paper used,
+      repo: stanfordnlp/snli      #   tried before the download steps (sentcl.data.download)
+      revision: cdb5...           # a commit (40 hex digits): the copy is pinned
+      files:                      # layout file -> parquet file of the repository
+        snli_1.0_train.jsonl: {path: plain_text/train-00000-of-00001.parquet, sha256: ...}
     notes: free text shown in the datasets appendix
 
 ``count: null`` means the expected count is unknown (``sentcl data check`` then reports
@@ -37,6 +42,7 @@ the files of other datasets (AllNLI from SNLI and MultiNLI).
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,9 +57,12 @@ SAMPLE_MARKER = "SAMPLE_DATA.md"  # present at the top of data/samples, a data r
 
 ENTRY_KEYS = {
     "name", "title", "kind", "folder", "papers", "source", "citation", "licence",
-    "splits", "download", "notes", "relevance_level", "metrics",
+    "splits", "download", "hub", "notes", "relevance_level", "metrics",
 }
 SPLIT_KEYS = {"files", "count", "dropped", "corpus", "judgements", "relevant"}
+HUB_KEYS = {"repo", "revision", "files"}
+HUB_FILE_KEYS = {"path", "sha256"}
+SHA1, SHA256 = re.compile("[0-9a-f]{40}"), re.compile("[0-9a-f]{64}")
 
 KINDS = ("scored_pairs", "labelled_pairs", "triplets", "retrieval", "sentences")
 
@@ -80,6 +89,28 @@ class SplitInfo:
 
 
 @dataclass(frozen=True)
+class HubFile:
+    """One file of a Hugging Face dataset repository and the sha256 of its content."""
+
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class HubSource:
+    """The Hugging Face copy of a dataset, pinned to a commit: ``files`` maps a file of the
+    dataset's folder (as its splits list it) to the repository file it is converted from."""
+
+    repo: str
+    revision: str
+    files: dict[str, HubFile]
+
+    def url(self, path: str) -> str:
+        """Where a repository file lives (for messages): ``hf://datasets/<repo>@<revision>/<path>``."""
+        return f"hf://datasets/{self.repo}@{self.revision}/{path}"
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     name: str
     title: str
@@ -91,6 +122,7 @@ class DatasetInfo:
     licence: str
     splits: dict[str, SplitInfo]
     download: tuple[dict, ...] = ()
+    hub: HubSource | None = None
     notes: str = ""
     relevance_level: int = 1  # retrieval: the lowest grade that counts as relevant (trec_eval -l)
     metrics: str = ""  # retrieval: the metrics the papers report on it
@@ -148,10 +180,34 @@ def _parse_entry(path: Path) -> DatasetInfo:
         licence=raw["licence"],
         splits=splits,
         download=tuple(raw.get("download") or ()),
+        hub=_parse_hub(path, raw["hub"], splits) if "hub" in raw else None,
         notes=raw.get("notes", ""),
         relevance_level=int(raw.get("relevance_level", 1)),
         metrics=raw.get("metrics", ""),
     )
+
+
+def _parse_hub(path: Path, raw: Any, splits: dict[str, SplitInfo]) -> HubSource:
+    """The ``hub`` block: known keys only, a commit revision, and only files the splits list."""
+    if not isinstance(raw, dict) or set(raw) != HUB_KEYS:
+        found = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
+        raise ConfigError(f"{path}: hub needs exactly the keys {sorted(HUB_KEYS)}, found {found}")
+    if not SHA1.fullmatch(str(raw["revision"])):
+        raise ConfigError(f"{path}: hub revision must be a commit (40 hex digits), found {raw['revision']!r}")
+    listed = {f for s in splits.values() for f in s.files}
+    files = {}
+    for to, spec in (raw["files"] or {}).items():
+        if to not in listed:
+            raise ConfigError(f"{path}: hub file {to!r} is not a file of any split; split files: {sorted(listed)}")
+        if not isinstance(spec, dict) or set(spec) != HUB_FILE_KEYS:
+            found = sorted(spec) if isinstance(spec, dict) else type(spec).__name__
+            raise ConfigError(f"{path}: hub file {to!r} needs exactly the keys {sorted(HUB_FILE_KEYS)}, found {found}")
+        if not SHA256.fullmatch(str(spec["sha256"])):
+            raise ConfigError(f"{path}: hub file {to!r}: sha256 must be 64 hex digits, found {spec['sha256']!r}")
+        files[to] = HubFile(path=spec["path"], sha256=spec["sha256"])
+    if not files:
+        raise ConfigError(f"{path}: hub lists no files")
+    return HubSource(repo=raw["repo"], revision=raw["revision"], files=files)
 
 
 @functools.cache

@@ -11,10 +11,9 @@ weights, so a model changed in memory never reads another model's embeddings.
 
 Precision: ``"bf16"`` runs the forward pass under ``torch.autocast(dtype=torch.bfloat16)``;
 ``"auto"`` chooses it on CPUs with native bf16 arithmetic (AVX512-BF16 or AMX-BF16) and
-fp32 everywhere else, GPUs included (ask for ``"bf16"`` explicitly there). On this
-project's CPU (AVX512-BF16), all-MiniLM-L6-v2's bf16 embeddings of STS-B test sentences
-have cosine >= 0.9999 to the fp32 ones (``tests/test_embeddings.py`` asserts 1 - 1e-3;
-speed and cosine in ``benchmarks/results/encode_throughput_cpu.json``).
+fp32 everywhere else, GPUs included (ask for ``"bf16"`` explicitly there). bf16 embeddings
+stay within cosine 1 - 1e-3 of the fp32 ones (``tests/test_embeddings.py``); measured speed
+and cosine: ``benchmarks/results/encode_throughput_cpu.json``.
 """
 
 from __future__ import annotations
@@ -34,8 +33,9 @@ from ..hashing import stable_hash, texts_hash
 from ..io import atomic_path
 from ..models import fingerprint, load_encoder
 from ..paths import cache_root
+from ..progress import progress_bar, to_terminal
 
-PRECISIONS = ("auto", "fp32", "bf16")
+ENCODE_PRECISIONS = ("auto", "fp32", "bf16")
 PROGRESS_MIN_TEXTS = 1000
 """With ``show_progress=None``, a progress bar appears from this many distinct texts on."""
 
@@ -61,8 +61,10 @@ def encode(
         normalize: L2-normalise each row (in fp32, after the forward pass).
         precision: ``"auto"``, ``"fp32"`` or ``"bf16"`` (see module doc).
         cache: read and write the embedding cache; a hit runs no forward pass.
-        show_progress: a tqdm bar over batches; ``None`` shows it from
-            :data:`PROGRESS_MIN_TEXTS` distinct texts on.
+        show_progress: a progress bar over the texts (:func:`sentcl.progress.progress_bar`);
+            ``None`` shows it from :data:`PROGRESS_MIN_TEXTS` distinct texts on. Under
+            ``sentcl reproduce`` the bar goes to its terminal, not into the notebook, and
+            every encoding of that many texts shows one there, even with ``False``.
     """
     if isinstance(model, (str, os.PathLike)):
         model = load_encoder(model)
@@ -78,11 +80,18 @@ def encode(
 
     distinct = list(dict.fromkeys(texts))
     show = len(distinct) >= PROGRESS_MIN_TEXTS if show_progress is None else bool(show_progress)
+    if to_terminal():  # sentcl reproduce's terminal: a long encoding shows there, cluttering no notebook
+        show = show or len(distinct) >= PROGRESS_MIN_TEXTS
     modes = [(module, module.training) for module in model.modules()]
+    bar = progress_bar(total=len(distinct), desc="encoding", unit="text", leave=False, disable=not show)
+    # one forward call per batch: the hook counts the texts done, so the batches stay sentence-transformers'
+    hook = model.register_forward_hook(lambda _module, _args, output: bar.update(_batch_rows(output)))
     try:
         with _autocast(chosen, model.device):
-            vectors = model.encode(distinct, batch_size=batch_size, show_progress_bar=show, convert_to_tensor=True)
+            vectors = model.encode(distinct, batch_size=batch_size, show_progress_bar=False, convert_to_tensor=True)
     finally:  # sentence-transformers' encode leaves every module in eval mode: restore (mid-training calls)
+        hook.remove()
+        bar.close()
         for module, training in modes:
             module.training = training
     vectors = vectors.detach().float().cpu().numpy().reshape(len(distinct), -1)
@@ -114,8 +123,8 @@ def cache_file(model: SentenceTransformer, texts: Sequence[str], precision: str,
 
 def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str:
     """``"fp32"`` or ``"bf16"``: ``"auto"`` means bf16 on a CPU with native bf16, else fp32."""
-    if precision not in PRECISIONS:
-        raise ConfigError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    if precision not in ENCODE_PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r}; choose one of {', '.join(ENCODE_PRECISIONS)}")
     if precision != "auto":
         return precision
     return "bf16" if torch.device(device).type == "cpu" and cpu_supports_bf16() else "fp32"
@@ -143,6 +152,12 @@ def _autocast(precision: str, device: torch.device):
     if precision == "bf16":
         return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def _batch_rows(output) -> int:
+    """The number of texts in one forward pass's output (its sentence embeddings)."""
+    embeddings = output.get("sentence_embedding") if isinstance(output, dict) else None
+    return int(embeddings.shape[0]) if embeddings is not None else 0
 
 
 def _checked_texts(texts: Sequence[str]) -> list[str]:

@@ -1,6 +1,33 @@
-"""What every sentcl loss module shares: the batch-extras contract and the similarity σ.
+"""What every sentcl loss module shares: the contract a trainer relies on, and the similarity σ.
 
-See the package docstring (:mod:`sentcl.losses`) for the contract a trainer relies on.
+The contract a trainer relies on
+--------------------------------
+``sentence_features``
+    one tokenised feature dict per column (anchor, positive, negatives… or sentence A, B), as
+    sentence-transformers' collator makes them; every column has the same batch size.
+``labels``
+    a tensor with one label per row, or None; a loss that needs labels raises
+    :class:`~sentcl.errors.ConfigError` without them, and a loss that takes none (MNRL) raises
+    when given some, so a label column never goes silently unused.
+``batch extras``
+    per-row values beyond texts and labels, passed as keyword arguments. A loss names those it
+    needs in the class attribute ``batch_extras`` (a tuple of names, empty by default); the
+    trainer passes exactly those, ``loss(features, labels, **{k: batch[k] for k in
+    loss.batch_extras})``, and :meth:`SentclLoss.forward` raises if one is missing or unexpected.
+    The one extra defined so far is ``ids``: a 1-D integer tensor with the index of each row in
+    the training dataset (the same for all the row's columns), by which the RCL chapter looks up
+    the stored augmented embeddings of the row's sentences. A dataset column holding ids must be
+    kept out of the text columns (sentence-transformers' collator would tokenise it as text).
+``compute_loss_from_embeddings(embeddings, labels, **batch_extras)``
+    the loss from the list of column embeddings (one ``(batch, dim)`` tensor per column): what
+    ``forward`` calls after embedding the columns, and what a trainer calls itself when it embeds
+    the columns its own way (e.g. gradient caching: embed without gradients in chunks, compute the
+    loss on the embeddings, then back-propagate chunk by chunk).
+``parameter_groups()`` and state (optional)
+    a loss may give its own parameters their own optimizer options with ``parameter_groups()``
+    (a list of ``{"params": [...], "lr": ..., ...}`` dicts, e.g. a trainable temperature with its
+    own learning rate and no weight decay; its other parameters train with the model's options),
+    and may keep state in buffers or ``get_extra_state`` (saved in checkpoints and restored).
 """
 
 from __future__ import annotations
@@ -39,8 +66,7 @@ class SentclLoss(nn.Module, ABC):
     with the model, checks that exactly the declared extras were passed, and hands everything on.
 
     ``loss(sentence_features, labels)`` is the call sentence-transformers' trainer makes, so a loss
-    with no extras works there unchanged; a sentcl trainer calls
-    ``loss(sentence_features, labels, **{name: batch[name] for name in loss.batch_extras})``.
+    with no extras works there unchanged (the whole contract: the module docstring).
     """
 
     batch_extras: ClassVar[tuple[str, ...]] = ()

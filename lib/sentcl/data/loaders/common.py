@@ -10,12 +10,16 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from tqdm.auto import tqdm
 
 from ...errors import DataFormatError
+from ..records import LabelledPairs, ScoredPairs, Sentences, Triplets
+from ..registry import DatasetInfo
 
 # The three NLI classes, in the order SNLI, MultiNLI and SICK-E use everywhere (label ids 0, 1, 2).
 NLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -116,6 +120,13 @@ def require_text(value: str, path: Path, line: int, column: str, *, strip: bool 
     return value.strip() if strip else value
 
 
+def require_pair(path: Path, line: int, values: tuple[str, str], columns: tuple[str, str]) -> tuple[str, str]:
+    """The two sentences of a pair exactly as distributed (``require_text(..., strip=False)``
+    on each, in order): an empty or all-blank sentence is an error naming its column."""
+    first, second = (require_text(value, path, line, column, strip=False) for value, column in zip(values, columns))
+    return first, second
+
+
 def check_range(value: float, low: float, high: float, path: Path, line: int, what: str) -> float:
     """``value`` if ``low <= value <= high``, else a DataFormatError naming the line."""
     if not low <= value <= high:
@@ -150,6 +161,52 @@ def json_field(obj: dict, key: str, path: Path, line: int) -> str:
     if not isinstance(value, str):
         raise DataFormatError(path, line, f"a string in field {key!r}", repr(value))
     return value
+
+
+R = TypeVar("R", ScoredPairs, LabelledPairs, Triplets, Sentences)
+
+
+class RecordBuilder(Generic[R]):
+    """Collects a loader's rows and dropped counts, then builds the record: the one place a
+    row-by-row loader turns what it read into a :class:`ScoredPairs`, :class:`LabelledPairs`,
+    :class:`Triplets` or :class:`Sentences`.
+
+    ``add`` takes one row's values in the order of the record type's ``ROW_FIELDS``
+    (ScoredPairs: sentence1, sentence2, score, subset; LabelledPairs: sentence1, sentence2,
+    label id; Triplets: anchor, positive, negative; Sentences: text). ``dropped`` counts the
+    rows the format says to drop, by reason; reasons counted zero times are left out of the
+    record. ``fixed`` are the record's other fields (LabelledPairs' ``label_names``)::
+
+        rows = RecordBuilder(ScoredPairs)
+        rows.add("A man sings.", "A man is singing.", 4.6, "MSRvid")
+        rows.dropped["unscored"] += 1
+        record = rows.build(entry, split, files)
+    """
+
+    def __init__(self, record_type: type[R], **fixed: Any):
+        self.record_type = record_type
+        self.fixed = fixed
+        self.columns: tuple[list, ...] = tuple([] for _ in record_type.ROW_FIELDS)
+        self.dropped: Counter = Counter()
+
+    def add(self, *values: Any) -> None:
+        """Append one row (one value per field of ``ROW_FIELDS``, in that order)."""
+        if len(values) != len(self.columns):
+            raise TypeError(f"a {self.record_type.__name__} row has {len(self.columns)} values "
+                            f"{self.record_type.ROW_FIELDS}, got {len(values)}")
+        for column, value in zip(self.columns, values):
+            column.append(value)
+
+    def build(self, entry: DatasetInfo, split: str, files: list[Path]) -> R:
+        """The record of ``entry``'s ``split`` read from ``files`` (its ``sources``)."""
+        return self.record_type(
+            name=entry.name,
+            split=split,
+            **dict(zip(self.record_type.ROW_FIELDS, self.columns)),
+            **self.fixed,
+            sources=[str(p) for p in files],
+            dropped={reason: n for reason, n in self.dropped.items() if n},
+        )
 
 
 def _name(delimiter: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from ...errors import DataFormatError
 from ..records import LabelledPairs, Triplets
 from ..registry import DatasetInfo, loader
-from .common import NLI_LABELS, json_field, read_delimited, read_jsonl, require_text
+from .common import NLI_LABELS, RecordBuilder, json_field, read_delimited, read_jsonl, require_pair
 
 NO_GOLD_LABEL = "-"
 TSV_HEADER = ["premise", "hypothesis", "label"]
@@ -52,28 +52,18 @@ def read_nli(path: Path, dropped: dict[str, int]) -> Iterator[tuple[str, str, in
             continue
         if label not in NLI_LABELS:
             raise DataFormatError(path, line, f"a gold label out of {list(NLI_LABELS) + [NO_GOLD_LABEL]}", label)
-        yield (
-            require_text(premise, path, line, "premise (sentence1)", strip=False),
-            require_text(hypothesis, path, line, "hypothesis (sentence2)", strip=False),
-            NLI_LABELS.index(label),
-        )
+        premise, hypothesis = require_pair(path, line, (premise, hypothesis), ("premise (sentence1)", "hypothesis (sentence2)"))
+        yield premise, hypothesis, NLI_LABELS.index(label)
 
 
 @loader("snli", "multinli")
 def load_nli_pairs(entry: DatasetInfo, split: str, files: list[Path]) -> LabelledPairs:
     """Premise/hypothesis pairs labelled entailment / neutral / contradiction."""
-    dropped: dict[str, int] = {}
-    rows = [row for path in files for row in read_nli(path, dropped)]
-    return LabelledPairs(
-        name=entry.name,
-        split=split,
-        sentences1=[r[0] for r in rows],
-        sentences2=[r[1] for r in rows],
-        labels=[r[2] for r in rows],
-        label_names=NLI_LABELS,
-        sources=[str(p) for p in files],
-        dropped=dropped,
-    )
+    rows = RecordBuilder(LabelledPairs, label_names=NLI_LABELS)
+    for path in files:
+        for premise, hypothesis, label in read_nli(path, rows.dropped):
+            rows.add(premise, hypothesis, label)
+    return rows.build(entry, split, files)
 
 
 @loader("allnli")
@@ -90,37 +80,22 @@ def load_allnli_triplets(entry: DatasetInfo, split: str, files: list[Path], seed
     keep their order of first appearance and the draws use ``random.Random(seed)``, so the
     triplets are the same on every run.
     """
-    dropped: dict[str, int] = {}
+    rows = RecordBuilder(Triplets)
     # sentence -> (entailment partners, contradiction partners), as insertion-ordered sets
     partners: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
     slots = {NLI_LABELS.index("entailment"): 0, NLI_LABELS.index("contradiction"): 1}
     for path in files:
-        for premise, hypothesis, label in read_nli(path, dropped):
+        for premise, hypothesis, label in read_nli(path, rows.dropped):
             if label not in slots:
                 continue
             premise, hypothesis = premise.strip(), hypothesis.strip()
             partners.setdefault(premise, ({}, {}))[slots[label]][hypothesis] = None
             partners.setdefault(hypothesis, ({}, {}))[slots[label]][premise] = None
     rng = random.Random(seed)
-    anchors: list[str] = []
-    positives: list[str] = []
-    negatives: list[str] = []
     for sentence, (ent, con) in partners.items():
         if not ent or not con:
             continue
         ent_list, con_list = list(ent), list(con)
-        anchors.append(sentence)
-        positives.append(rng.choice(ent_list))
-        negatives.append(rng.choice(con_list))
-        anchors.append(rng.choice(ent_list))
-        positives.append(sentence)
-        negatives.append(rng.choice(con_list))
-    return Triplets(
-        name=entry.name,
-        split=split,
-        anchors=anchors,
-        positives=positives,
-        negatives=negatives,
-        sources=[str(p) for p in files],
-        dropped=dropped,
-    )
+        rows.add(sentence, rng.choice(ent_list), rng.choice(con_list))
+        rows.add(rng.choice(ent_list), sentence, rng.choice(con_list))
+    return rows.build(entry, split, files)

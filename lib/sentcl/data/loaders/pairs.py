@@ -17,7 +17,7 @@ from pathlib import Path
 from ...errors import DataFormatError
 from ..records import LabelledPairs
 from ..registry import DatasetInfo, loader
-from .common import read_delimited, require_text
+from .common import RecordBuilder, read_delimited, require_pair
 
 MRPC_HEADER = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
 MRPC_LABELS = ("not_equivalent", "equivalent")  # GLUE's names
@@ -37,27 +37,17 @@ def read_binary_pairs(
     """Pairs from tab-separated files with a header; ``columns`` are the 0-based
     (label, sentence1, sentence2) columns and the label is ``0`` or ``1``."""
     label_col, a_col, b_col = columns
-    s1: list[str] = []
-    s2: list[str] = []
-    labels: list[int] = []
+    sentence_columns = (f"{a_col + 1} ({header[a_col]})", f"{b_col + 1} ({header[b_col]})")
+    rows = RecordBuilder(LabelledPairs, label_names=label_names)
     for path in files:
         for line, fields in read_delimited(path, "\t", min_fields=len(header), encoding="utf-8-sig", header=header):
             if fields[label_col].strip() not in ("0", "1"):
                 raise DataFormatError(
                     path, line, f"a label 0 or 1 in column {label_col + 1} ({header[label_col]})", fields[label_col]
                 )
-            labels.append(int(fields[label_col]))
-            s1.append(require_text(fields[a_col], path, line, f"{a_col + 1} ({header[a_col]})", strip=False))
-            s2.append(require_text(fields[b_col], path, line, f"{b_col + 1} ({header[b_col]})", strip=False))
-    return LabelledPairs(
-        name=entry.name,
-        split=split,
-        sentences1=s1,
-        sentences2=s2,
-        labels=labels,
-        label_names=label_names,
-        sources=[str(p) for p in files],
-    )
+            sentences = require_pair(path, line, (fields[a_col], fields[b_col]), sentence_columns)
+            rows.add(*sentences, int(fields[label_col]))
+    return rows.build(entry, split, files)
 
 
 @loader("mrpc")

@@ -23,7 +23,7 @@ from pathlib import Path
 from ...errors import DataFormatError
 from ..records import LabelledPairs, ScoredPairs
 from ..registry import DatasetInfo, loader
-from .common import NLI_LABELS, check_range, parse_score, read_delimited, require_text
+from .common import NLI_LABELS, RecordBuilder, check_range, parse_score, read_delimited, require_pair, require_text
 
 STS_SCORE_RANGE = (0.0, 5.0)
 SICK_SCORE_RANGE = (1.0, 5.0)
@@ -42,11 +42,7 @@ def load_semeval_sts(entry: DatasetInfo, split: str, files: list[Path]) -> Score
     ``subsets[i]`` names the file row ``i`` came from (e.g. ``"MSRpar"``), so an
     evaluator can score the pooled set ("all") or each subset.
     """
-    s1: list[str] = []
-    s2: list[str] = []
-    scores: list[float] = []
-    subsets: list[str] = []
-    unscored = 0
+    rows = RecordBuilder(ScoredPairs)
     for path in files:
         subset = sts_subset_name(path)
         for line, fields in read_delimited(path, "\t", min_fields=3):
@@ -55,58 +51,32 @@ def load_semeval_sts(entry: DatasetInfo, split: str, files: list[Path]) -> Score
                     path, line, "exactly 3 tab-separated fields (score, sentence1, sentence2)", f"{len(fields)} fields"
                 )
             if not fields[0].strip():
-                unscored += 1
+                rows.dropped["unscored"] += 1
                 continue
             score = parse_score(fields[0], path, line, "a numeric gold score in column 1")
             check_range(score, *STS_SCORE_RANGE, path, line, "a gold score")
-            s1.append(require_text(fields[1], path, line, "2 (sentence1)", strip=False))
-            s2.append(require_text(fields[2], path, line, "3 (sentence2)", strip=False))
-            scores.append(score)
-            subsets.append(subset)
-    return ScoredPairs(
-        name=entry.name,
-        split=split,
-        sentences1=s1,
-        sentences2=s2,
-        scores=scores,
-        subsets=subsets,
-        sources=[str(p) for p in files],
-        dropped={"unscored": unscored} if unscored else {},
-    )
+            rows.add(*require_pair(path, line, (fields[1], fields[2]), ("2 (sentence1)", "3 (sentence2)")), score, subset)
+    return rows.build(entry, split, files)
 
 
 @loader("stsbenchmark")
 def load_stsbenchmark(entry: DatasetInfo, split: str, files: list[Path]) -> ScoredPairs:
     """STS Benchmark (Cer et al. 2017); ``subsets`` holds each row's genre
     (``main-captions``, ``main-news``, ``main-forums``)."""
-    s1: list[str] = []
-    s2: list[str] = []
-    scores: list[float] = []
-    genres: list[str] = []
+    rows = RecordBuilder(ScoredPairs)
     for path in files:
         for line, fields in read_delimited(path, "\t", min_fields=7):
             score = parse_score(fields[4], path, line, "a numeric gold score in column 5")
             check_range(score, *STS_SCORE_RANGE, path, line, "a gold score")
-            genres.append(require_text(fields[0], path, line, "1 (genre)"))
-            s1.append(require_text(fields[5], path, line, "6 (sentence1)", strip=False))
-            s2.append(require_text(fields[6], path, line, "7 (sentence2)", strip=False))
-            scores.append(score)
-    return ScoredPairs(
-        name=entry.name,
-        split=split,
-        sentences1=s1,
-        sentences2=s2,
-        scores=scores,
-        subsets=genres,
-        sources=[str(p) for p in files],
-    )
+            genre = require_text(fields[0], path, line, "1 (genre)")
+            rows.add(*require_pair(path, line, (fields[5], fields[6]), ("6 (sentence1)", "7 (sentence2)")), score, genre)
+    return rows.build(entry, split, files)
 
 
 def _read_sick(path: Path):
     """Yield ``(line, sentence_A, sentence_B, relatedness, entailment_label)`` of a SICK file."""
     for line, fields in read_delimited(path, "\t", min_fields=5, header=SICK_HEADER):
-        a = require_text(fields[1], path, line, "2 (sentence_A)", strip=False)
-        b = require_text(fields[2], path, line, "3 (sentence_B)", strip=False)
+        a, b = require_pair(path, line, (fields[1], fields[2]), ("2 (sentence_A)", "3 (sentence_B)"))
         score = parse_score(fields[3], path, line, "a numeric relatedness_score in column 4")
         check_range(score, *SICK_SCORE_RANGE, path, line, "a relatedness_score")
         label = fields[4].strip().lower()
@@ -120,28 +90,18 @@ def _read_sick(path: Path):
 @loader("sickr")
 def load_sick_relatedness(entry: DatasetInfo, split: str, files: list[Path]) -> ScoredPairs:
     """SICK relatedness (SICK-R): pairs scored 1-5 (Marelli et al. 2014)."""
-    rows = [r for path in files for r in _read_sick(path)]
-    return ScoredPairs(
-        name=entry.name,
-        split=split,
-        sentences1=[r[1] for r in rows],
-        sentences2=[r[2] for r in rows],
-        scores=[r[3] for r in rows],
-        subsets=["SICK"] * len(rows),
-        sources=[str(p) for p in files],
-    )
+    rows = RecordBuilder(ScoredPairs)
+    for path in files:
+        for _, a, b, score, _ in _read_sick(path):
+            rows.add(a, b, score, "SICK")
+    return rows.build(entry, split, files)
 
 
 @loader("sicke")
 def load_sick_entailment(entry: DatasetInfo, split: str, files: list[Path]) -> LabelledPairs:
     """SICK entailment (SICK-E): pairs labelled entailment / neutral / contradiction."""
-    rows = [r for path in files for r in _read_sick(path)]
-    return LabelledPairs(
-        name=entry.name,
-        split=split,
-        sentences1=[r[1] for r in rows],
-        sentences2=[r[2] for r in rows],
-        labels=[NLI_LABELS.index(r[4]) for r in rows],
-        label_names=NLI_LABELS,
-        sources=[str(p) for p in files],
-    )
+    rows = RecordBuilder(LabelledPairs, label_names=NLI_LABELS)
+    for path in files:
+        for _, a, b, _, label in _read_sick(path):
+            rows.add(a, b, NLI_LABELS.index(label))
+    return rows.build(entry, split, files)

@@ -6,15 +6,14 @@ from pathlib import Path
 
 from ..records import Sentences
 from ..registry import DatasetInfo, loader
-from .common import read_lines, require_text
+from .common import RecordBuilder, read_lines, require_text
 
 
 @loader("wiki1m")
 def load_sentences(entry: DatasetInfo, split: str, files: list[Path]) -> Sentences:
     """Every line is one sentence, kept as written; a blank line is an error."""
-    texts = [
-        require_text(text, path, line, "1 (the sentence)", strip=False)
-        for path in files
-        for line, text in read_lines(path)
-    ]
-    return Sentences(name=entry.name, split=split, texts=texts, sources=[str(p) for p in files])
+    rows = RecordBuilder(Sentences)
+    for path in files:
+        for line, text in read_lines(path):
+            rows.add(require_text(text, path, line, "1 (the sentence)", strip=False))
+    return rows.build(entry, split, files)

@@ -1,0 +1,120 @@
+"""The chapter helper's bookkeeping (sentcl.book.chapter.ChapterRun): a row under every paper
+table that lists it, the stand-in and training-subset notes a profile implies, the data text,
+and the run record written around a training run."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from sentcl.book.chapter import ChapterRun
+from sentcl.book.records import read_run_records
+from sentcl.data import TrainingData, load, samples_root
+from sentcl.errors import ConfigError
+from sentcl.losses import MultipleNegativesRankingLoss
+from sentcl.models import tiny_model
+from sentcl.training import Trainer, TrainingConfig
+
+PAPER = {"BERT": "bert-base-uncased", "RoBERTa": "roberta-base"}
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path / "cache"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ChapterRun(
+            "mnrl_sbert", profile="smoke", data_dir=None, out_dir=tmp_path / "out",
+            models={"BERT": "tiny"}, paper_models=PAPER,
+        )
+
+
+def test_a_row_is_recorded_under_every_table_of_the_paper_that_lists_it(run):
+    assert run.paper_tables("MNRLSBERT") == ["Table 1", "Table 2"]
+    assert run.paper_tables("SBERT") == ["Table 2"]
+    run.record("MNRLSBERT", {"STS12": 70.0, "Average": 71.0}, seeds=[0])
+    cells = run.results()
+    assert sorted(set(cells["table"])) == ["Table 1", "Table 2"]
+    assert len(cells) == 4 and set(cells["row"]) == {"MNRLSBERT"}
+
+
+def test_a_row_of_our_own_names_its_tables(run):
+    with pytest.raises(ConfigError, match="no row 'tiny untouched'"):
+        run.record("tiny untouched", {"STS12": 1.0}, seeds=[0])
+    run.record("tiny untouched", {"STS12": 1.0}, seeds=[0], tables=["Table 1"])
+    assert list(run.results()["table"]) == ["Table 1"]
+
+
+def test_notes_say_which_encoder_stands_in_and_what_it_was_trained_on(run):
+    assert run.stand_in("BERT") == "tiny stands in for bert-base-uncased"
+    with pytest.raises(ConfigError, match="no model family 'RoBERTa'"):
+        run.stand_in("RoBERTa")
+    run.record("SBERT", {"STS12": 1.0}, seeds=[0], family="BERT", trained_on="snli/train (96 of 480, seed 0)")
+    (note,) = set(run.results()["note"])
+    assert note == "tiny stands in for bert-base-uncased; trained on snli/train (96 of 480, seed 0)"
+
+
+def test_the_papers_own_encoder_needs_no_note(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = ChapterRun("mnrl_sbert", profile="smoke", data_dir=None, out_dir=tmp_path, models=PAPER, paper_models=PAPER)
+    assert run.stand_in("RoBERTa") == ""
+    with pytest.raises(ConfigError, match="no paper model"):
+        ChapterRun("mnrl_sbert", profile="smoke", data_dir=None, out_dir=tmp_path, models={"XLNet": "x"}, paper_models=PAPER)
+
+
+def test_every_row_carries_what_it_was_scored_on(run):
+    sts12 = run.load("sts12")
+    text = run.describe_evaluation({"STS12": sts12.take(range(10)), "STSb": run.load("stsbenchmark", "test")},
+                                   limit=10, seed=3)
+    assert text == f"{run.data.describe()}; STS pairs scored: STS12 10, STSb 36 (at most 10 per task, seed 3)"
+    run.record("MNRLSBERT", {"STS12": 1.0}, seeds=[0])
+    assert set(run.results()["data"]) == {text}
+
+
+def test_train_records_a_training_run_once_and_not_when_it_only_loads(run):
+    pairs = load("snli", "train", samples_root()).with_label("entailment")
+    data = TrainingData.from_record(pairs, labels=False).take(range(16))
+    config = TrainingConfig(batch_size=8, seed=0)
+
+    def trainer():
+        model = tiny_model(0)
+        return Trainer(model, MultipleNegativesRankingLoss(model), data, config, name="mnrl", show_progress=False)
+
+    first = run.train(trainer())
+    assert first.trained and first.global_step == 2
+    (record,) = read_run_records(run.out_dir / "records")
+    assert (record.kind, record.name, record.chapter, record.profile, record.status) == ("training", "mnrl", "mnrl_sbert", "smoke", "ok")
+    assert record.config["steps"] == 2 and record.config["pairs_per_s"] > 0 and record.wall_time_s > 0
+    assert record.config["run"]["data"]["rows"] == 16 and record.peak_memory_mb > 0
+    again = run.train(trainer())
+    assert not again.trained and again.global_step == 2
+    assert len(read_run_records(run.out_dir / "records")) == 1
+
+
+def test_a_failed_training_run_is_recorded_as_failed(run):
+    class Broken(MultipleNegativesRankingLoss):
+        def compute_loss_from_embeddings(self, embeddings, labels=None):
+            raise RuntimeError("boom")
+
+    data = TrainingData.from_record(load("snli", "train", samples_root()).with_label("entailment"), labels=False)
+    model = tiny_model(0)
+    trainer = Trainer(model, Broken(model), data.take(range(8)), TrainingConfig(batch_size=4), name="broken",
+                      show_progress=False)
+    with pytest.raises(RuntimeError, match="boom"):
+        run.train(trainer)
+    (record,) = read_run_records(run.out_dir / "records")
+    assert record.status == "failed" and record.error == "RuntimeError: boom"
+
+
+def test_paper_rows_and_the_orderings_summary(run):
+    rows = run.paper_rows("Table 2")
+    assert rows[0] == "InferSent-Glove" and rows.index("SBERT") < rows.index("MNRLSBERT")
+    assert len(rows) == len(set(rows)) and run.paper_rows("Table 9") == []
+    run.record("MNRLSBERT", {"Average": 70.0}, seeds=[0], tables=["Table 2"])
+    run.record("SBERT", {"Average": 71.0}, seeds=[0])
+    lines = run.orderings_summary(["Table 2"])
+    assert lines[0] == "**Table 2:** of the 1 orderings of two rows that the paper reports and this run computed, 0 hold."
+    assert lines[1].startswith("- MNRLSBERT above SBERT (Table 2, Average)") and "does NOT hold" in lines[1]
+    assert lines[-1].startswith("*This run read the project's sample data")

@@ -1,0 +1,100 @@
+"""The library's floor plan (README, "Layout"): infrastructure modules, science packages and the
+book, with imports running one way. Read from the source (every ``import`` statement, also the
+ones inside functions), so a lazy import cannot slip past."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "sentcl"
+
+INFRASTRUCTURE = {"__init__", "__main__", "errors", "paths", "io", "hashing", "artifacts", "progress", "cli"}
+SCIENCE = {"data", "models", "embeddings", "losses", "training", "evaluation", "whitening"}
+BOOK = {"book"}
+LONG_MODULE_LINES = 500
+LONG_MODULE_REASON = "Why this module is long:"
+
+
+def room(module: str) -> str:
+    """``sentcl.training.trainer`` -> ``training``; the top-level module or package a module is in."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(LIB.rglob("*.py")):
+        rel = path.relative_to(LIB).with_suffix("")
+        parts = ["sentcl", *rel.parts]
+        if parts[-1] == "__init__" and len(parts) > 2:
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def imports_of(module: str, path: Path) -> set[str]:
+    """Every sentcl module ``module`` imports, resolved (relative imports included)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names if alias.name.startswith("sentcl")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("sentcl"):
+                out.add(target)
+                out |= {f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in MODULES}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("sentcl."):
+            if node.value in MODULES:  # importlib.import_module("sentcl....") by name (the CLI's commands)
+                out.add(node.value)
+    return out
+
+
+MODULES = modules()
+IMPORTS = {module: imports_of(module, path) for module, path in MODULES.items()}
+
+
+def test_every_module_is_in_a_room():
+    rooms = {room(m) for m in MODULES}
+    assert rooms <= INFRASTRUCTURE | SCIENCE | BOOK | {"_data"}, sorted(rooms - (INFRASTRUCTURE | SCIENCE | BOOK))
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in SCIENCE))
+def test_science_never_imports_the_book(module):
+    assert not {m for m in IMPORTS[module] if room(m) in BOOK}, f"{module} imports the book"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in INFRASTRUCTURE - {"cli", "__main__"}))
+def test_infrastructure_imports_only_infrastructure(module):
+    others = {m for m in IMPORTS[module] if room(m) not in INFRASTRUCTURE}
+    assert not others, f"{module} imports {sorted(others)}"
+
+
+def test_data_does_not_import_training():
+    offenders = {m: sorted(i for i in IMPORTS[m] if room(i) == "training") for m in MODULES if room(m) == "data"}
+    assert not {m: i for m, i in offenders.items() if i}
+
+
+def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
+    """The walk would catch a science module importing the book inside a function."""
+    path = tmp_path / "fake.py"
+    path.write_text("def f():\n    from ..book import results\n    from sentcl.book.report import compare\n")
+    found = imports_of("sentcl.training.fake", path)
+    assert {"sentcl.book", "sentcl.book.results", "sentcl.book.report"} <= found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_long_module_says_why(module):
+    path = MODULES[module]
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    if lines > LONG_MODULE_LINES:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        assert LONG_MODULE_REASON in doc, f"{path.relative_to(LIB)} has {lines} lines and no '{LONG_MODULE_REASON}' in its docstring"
