@@ -3,14 +3,20 @@ STS data against the scores the community published for it (MTEB)."""
 
 from __future__ import annotations
 
+import argparse
+import errno
 import json
+import os
 
 import numpy as np
 import pytest
 
+import sentcl.evaluation.cli
 from sentcl.cli import main
 from sentcl.data import load, samples_root
+from sentcl.evaluation.cli import OutputError
 from sentcl.evaluation.sts import STS_TASKS, evaluate_sts
+from sentcl.evaluation.tasks import STS_AVERAGE, TASKS
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -22,7 +28,7 @@ MTEB_MINILM = {
     "STS14": 75.589,
     "STS15": 85.390,
     "STS16": 78.989,
-    "STSBenchmark": 82.032,
+    "STSb": 82.032,
     "SICK-R": 77.582,
 }
 
@@ -39,13 +45,13 @@ def test_sts_command_on_sample_data(tmp_path, capsys):
     assert full["scores"] == scores and full["setting"] == "all"
     assert full["details"]["STS16"]["subsets"]  # per-subset correlations are kept in the details
     printed = capsys.readouterr().out
-    assert "STSBenchmark" in printed and "sample data" in printed
+    assert "STSb" in printed and "sample data" in printed
 
 
 def test_sts_command_task_subset_and_errors(tmp_path, capsys):
     out = tmp_path / "two.json"
     assert main(["evaluate", "sts", "--model", "tiny", "--data-dir", str(samples_root()),
-                 "--tasks", "STS13", "SICK-R", "--json", str(out)]) == 0
+                 "--tasks", "STS13", "sickr", "--json", str(out)]) == 0  # any of the papers' spellings
     assert list(json.loads(out.read_text())) == ["STS13", "SICK-R", "avg"]
     # --sick-split all scores every SICK pair, as MTEB does
     details = tmp_path / "sick-all.json"
@@ -74,6 +80,83 @@ def test_retrieval_command_on_sample_data(tmp_path, capsys, dataset, split):
     assert full["mode"] == ("candidates" if dataset.startswith("semeval") else "corpus")
     assert full["sample"] is True and full["n_queries"] > 0
     assert "[sample data]" in capsys.readouterr().out
+
+
+def test_tasks_command_scores_any_tasks_in_the_papers_units(tmp_path, capsys):
+    out, details = tmp_path / "tasks.json", tmp_path / "details.json"
+    names = ["STS12", "STS-B", "sickr", "SimCLUE", "CQA-A-2016", "MRPC", "COUGH"]
+    assert main(["evaluate", "tasks", "--model", "tiny", "--data-dir", str(samples_root()), "--tasks", *names,
+                 "--max-pairs", "30", "--json", str(out), "--details", str(details)]) == 0
+    scores = json.loads(out.read_text())
+    assert list(scores) == ["STS12", "STSb", "SICK-R", "SimCLUE", "CQA-A-2016", "MRPC", "COUGH", "Average"]
+    for name in scores:
+        if name != "Average":
+            assert list(scores[name]) == [m.label for m in TASKS[name].metrics]
+    assert 0 <= scores["CQA-A-2016"]["MAP"] <= 1 and 1 < scores["MRPC"]["F1"] <= 100  # fractions, F1 x100
+    sts = [scores[n]["Spearman"] for n in scores if n in STS_AVERAGE]
+    assert len(sts) == 3 and scores["Average"] == {"Spearman": pytest.approx(np.mean(sts))}
+    full = json.loads(details.read_text())
+    assert full["scores"] == scores and full["max_pairs"] == 30
+    assert full["results"]["CQA-A-2016"]["protocol"] == "semeval" and full["results"]["SICK-R"]["n"] == 30
+    assert "sample data" in capsys.readouterr().out
+
+
+def test_an_unknown_task_is_a_usage_error_listing_the_tasks(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", "tasks", "--model", "tiny", "--tasks", "STS12", "STS17", "--json", str(tmp_path / "o.json")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown evaluation task 'STS17'" in err and "CQA-A-2016" in err
+    with pytest.raises(SystemExit):
+        main(["evaluate", "sts", "--model", "tiny", "--tasks", "MRPC", "--json", str(tmp_path / "o.json")])
+    assert "not an STS task" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["sts"], ["tasks", "--tasks", "STS12"], ["retrieval", "--dataset", "cough", "--split", "faq_pairs"]])
+@pytest.mark.parametrize("option, where, why", [
+    ("--json", "file.txt/o.json", "file.txt is not a directory"),  # the parent is a regular file
+    ("--json", "file.txt/missing/o.json", "file.txt is not a directory"),  # a missing parent that cannot be made
+    ("--json", "folder", "it is a directory"),
+    ("--details", "file.txt/d.json", "file.txt is not a directory"),
+])
+def test_an_output_that_cannot_be_written_is_a_one_line_error_before_any_work(tmp_path, capsys, monkeypatch, command, option, where, why):
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "folder").mkdir()
+    monkeypatch.setattr(sentcl.evaluation.cli, "_embedder", lambda args: pytest.fail("the model was loaded"))
+    paths = {"--json": str(tmp_path / "ok.json"), option: str(tmp_path / where)}
+    argv = ["evaluate", *command, "--model", "tiny", "--data-dir", str(samples_root())]
+    status = main(argv + [arg for pair in paths.items() for arg in pair])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith(f"sentcl: error: cannot write {option} {tmp_path / where}: ") and why in err
+    assert not (tmp_path / "ok.json").exists()
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write in any folder")
+def test_a_folder_without_write_permission_is_refused(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        assert main(["evaluate", "sts", "--model", "tiny", "--json", str(locked / "sub" / "o.json")]) == 2
+    finally:
+        locked.chmod(0o700)
+    assert f"no permission to write in {locked}" in capsys.readouterr().err
+
+
+def test_a_failing_write_names_the_file_and_why(tmp_path, monkeypatch):
+    args = argparse.Namespace(json=str(tmp_path / "new" / "sub" / "o.json"), details=str(tmp_path / "d.json"))
+    sentcl.evaluation.cli._check_outputs(args)  # missing parents that can be made are fine: writing makes them
+    sentcl.evaluation.cli._write(args, {"a": 1}, {"b": 2})
+    assert json.loads((tmp_path / "new" / "sub" / "o.json").read_text()) == {"a": 1}
+
+    def full_disk(path, obj):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(sentcl.evaluation.cli, "atomic_write_json", full_disk)
+    with pytest.raises(OutputError, match=rf"cannot write --json {tmp_path / 'new'}.*: No space left on device"):
+        sentcl.evaluation.cli._write(args, {}, {})
 
 
 @pytest.mark.realdata
@@ -113,8 +196,8 @@ def test_minilm_reproduces_the_published_mteb_sts_scores(shared_data, tmp_path, 
     assert full["precision"] == "fp32"
     counts = {t: d["n"] for t, d in full["details"].items()}
     assert counts == {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186,
-                      "STSBenchmark": 1379, "SICK-R": 4927}
-    for task in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark"):
+                      "STSb": 1379, "SICK-R": 4927}
+    for task in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb"):
         assert scores[task] == pytest.approx(MTEB_MINILM[task], abs=0.015), task
     assert scores["avg"] == pytest.approx(np.mean([scores[t] for t in STS_TASKS]))
 

@@ -184,3 +184,28 @@ def test_evaluate_sts_datasets_is_the_pooled_spearman_per_task_and_their_mean():
 
 
 # --------------------------------------------------------------------------- sentcl.book.claims
+
+
+def test_a_subset_with_one_pair_has_no_correlation_and_stays_out_of_the_means():
+    pairs = scored(12, seed=3)
+    pairs.subsets[5] = "single"
+    out = evaluate_sts(pairs, hash_embed)
+    assert out["subsets"]["single"]["n"] == 1 and np.isnan(out["subsets"]["single"]["spearman"])
+    rest = [out["subsets"][name] for name in ("x", "y")]
+    assert out["spearman"]["mean"] == pytest.approx(np.mean([s["spearman"] for s in rest]))
+    assert out["spearman"]["wmean"] == pytest.approx(np.average([s["spearman"] for s in rest], weights=[s["n"] for s in rest]))
+    pooled = cosine_spearman(hash_embed(pairs.sentences1), hash_embed(pairs.sentences2), pairs.scores)
+    assert out["spearman"]["all"] == pytest.approx(pooled)  # the pooled correlation keeps every pair
+    lonely = ScoredPairs(name="toy", split="test", sentences1=["a", "b"], sentences2=["c", "d"], scores=[1.0, 2.0],
+                         subsets=["p", "q"])
+    assert np.isnan(evaluate_sts(lonely, hash_embed)["spearman"]["mean"])
+
+
+def test_sts_tasks_accept_the_papers_spellings_and_refuse_other_tasks():
+    out = evaluate_sts_tasks(hash_embed, data_dir=samples_root(), tasks=["STS-B", "sickr"])
+    assert list(out["scores"]) == ["STSb", "SICK-R", "avg"]
+    for name in ("MRPC", "SimCLUE", "CQA-A"):
+        with pytest.raises(ConfigError, match="STS tasks with scored pairs"):
+            evaluate_sts_tasks(hash_embed, data_dir=samples_root(), tasks=[name])
+    with pytest.raises(ConfigError, match="unknown evaluation task"):
+        evaluate_sts_tasks(hash_embed, data_dir=samples_root(), tasks=["STS17"])

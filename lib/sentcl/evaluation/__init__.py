@@ -4,6 +4,10 @@ Every evaluator takes either embeddings (``np.ndarray``) or an ``embed`` callabl
 ``Sequence[str] -> np.ndarray`` (e.g. :func:`sentcl.embeddings.embedder`), which it calls
 once on the distinct texts it needs.
 
+- :mod:`.tasks`: the papers' evaluation tasks by their tables' names (STS12 … SICK-R,
+  CQA-A/B, Antique, PFCC-S, MRPC, QQP, FAQIR, COUGH, Chinese STS-B, SimCLUE), each with its
+  dataset, split, evaluator, protocol and metrics; :func:`~.tasks.evaluate_tasks` scores a
+  list of them encoding every distinct text once.
 - :mod:`.sts`: Spearman ×100 of cosine similarity; STS12-16 pooled ("all"), per subset,
   mean and wmean; STS-B and SICK-R test; :func:`evaluate_sts_tasks` for the standard seven.
 - :mod:`.retrieval`: Acc@k (HasPositive@k), P@k, R@k, MAP, MAP@k, MRR, MRR@k, nDCG@k with
@@ -11,8 +15,10 @@ once on the distinct texts it needs.
   SemEval CQA official scorer's MAP/MRR as ``protocol="semeval"``.
 - :mod:`.classification`: best-threshold accuracy and F1 of cosine similarity (MRPC, QQP).
 - :mod:`.geometry`: alignment and uniformity (Wang & Isola 2020), anisotropy.
-- :mod:`.cli`: ``sentcl evaluate sts|retrieval``.
+- :mod:`.cli`: ``sentcl evaluate tasks|sts|retrieval``.
 
-Import from the submodules (``from sentcl.evaluation.sts import evaluate_sts_tasks``); this
-package imports none of them, so that the command line starts without scipy and faiss.
+Every error they raise on purpose is a :class:`~sentcl.errors.SentclError` (mostly
+:class:`~sentcl.errors.ConfigError`, a ``ValueError``). Import from the submodules
+(``from sentcl.evaluation.tasks import evaluate_tasks``); this package imports none of them,
+so that the command line starts without scipy and faiss.
 """

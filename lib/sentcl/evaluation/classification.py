@@ -45,15 +45,15 @@ def best_threshold_scores(scores: Sequence[float], labels: Sequence[int]) -> dic
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels)
     if scores.ndim != 1 or scores.shape != labels.shape:
-        raise ValueError(f"scores {scores.shape} and labels {labels.shape} must be 1-D of equal length")
+        raise ConfigError(f"scores {scores.shape} and labels {labels.shape} must be 1-D of equal length")
     if not np.isfinite(scores).all():
-        raise ValueError("scores contain NaN or infinite values")
+        raise ConfigError("scores contain NaN or infinite values")
     if not np.isin(labels, (0, 1)).all():
-        raise ValueError("labels must be 0 or 1")
+        raise ConfigError("labels must be 0 or 1")
     labels = labels.astype(np.int64)
     n, positives = len(labels), int(labels.sum())
     if positives == 0 or positives == n:
-        raise ValueError(f"labels need both classes; got {positives} positives out of {n}")
+        raise ConfigError(f"labels need both classes; got {positives} positives out of {n}")
     s, tp, predicted, thresholds = _groups(scores, labels)
     negatives = n - positives
 

@@ -1,12 +1,24 @@
-"""``sentcl evaluate ...``: score a sentence encoder on the STS tasks or a retrieval dataset.
+"""``sentcl evaluate ...``: score a sentence encoder on the papers' evaluation tasks.
+
+``sentcl evaluate tasks --model M --tasks STS12 STSb CQA-A-2016 MRPC ... [--data-dir D] --json OUT``
+scores any tasks of :data:`sentcl.evaluation.tasks.TASKS` (named as the papers' tables
+name them, e.g. "STS-B" or "stsb" for STSb), encoding every distinct text of all of them
+once, and writes ``{task: {metric: value}}`` in the papers' units, plus ``"Average":
+{"Spearman": ...}`` over the English STS columns among them. ``--max-pairs N`` scores a
+seeded subset of each set (quick runs only).
 
 ``sentcl evaluate sts --model M [--data-dir D] [--tasks ...] --json OUT`` writes
-``{"STS12": .., "STS13": .., "STS14": .., "STS15": .., "STS16": .., "STSBenchmark": ..,
-"SICK-R": .., "avg": ..}`` (Spearman ×100; only the chosen tasks with ``--tasks``) and prints
-a table. ``sentcl evaluate retrieval --model M --dataset NAME --json OUT`` writes
-``{metric: value}`` for the dataset's test split. ``--details FILE`` writes everything else
-(per-subset correlations, query counts, settings) to a second JSON file. Files are written
-atomically. Encoding is fp32 unless ``--precision`` says otherwise: with bf16 autocast,
+``{"STS12": .., "STS13": .., "STS14": .., "STS15": .., "STS16": .., "STSb": .., "SICK-R": ..,
+"avg": ..}`` (Spearman ×100; only the chosen tasks with ``--tasks``) and prints a table;
+``--setting`` and ``--sick-split`` choose SentEval's aggregate and MTEB's SICK-R.
+``sentcl evaluate retrieval --model M --dataset NAME --json OUT`` writes ``{metric: value}``
+for any split of a retrieval dataset with any metrics.
+
+``--details FILE`` writes everything else (per-subset correlations, query counts,
+settings) to a second JSON file. Files are written atomically; a missing parent folder is
+created. Both paths are checked before the model is loaded, so a path that cannot be
+written is a one-line error (:class:`OutputError`) instead of a traceback after the
+encoding. Encoding is fp32 unless ``--precision`` says otherwise: with bf16 autocast,
 all-MiniLM-L6-v2's STS scores move by up to 0.02 from the published ones, depending on how
 the sentences fall into batches.
 """
@@ -14,11 +26,34 @@ the sentences fall into batches.
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from pathlib import Path
 
+from ..errors import ConfigError, SentclError
 from ..io import atomic_write_json
 from .retrieval import DEFAULT_METRICS, PROTOCOLS
-from .sts import SETTINGS, STS_TASKS
+from .tasks import SETTINGS, STS_AVERAGE, TASKS, average, task
+
+
+class OutputError(SentclError, OSError):
+    """An output file (``--json``, ``--details``) cannot be written; the message names it and why."""
+
+
+def _task_name(name: str) -> str:
+    """A task name in any accepted spelling -> its table name (argparse ``type``)."""
+    try:
+        return task(name).name
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _sts_task_name(name: str) -> str:
+    canonical = _task_name(name)
+    if TASKS[canonical].evaluator != "sts" or TASKS[canonical].positive_label is not None:
+        valid = [n for n, t in TASKS.items() if t.evaluator == "sts" and t.positive_label is None]
+        raise argparse.ArgumentTypeError(f"{name!r} is not an STS task with scored pairs; valid: {', '.join(valid)}")
+    return canonical
 
 
 def register(subparsers, name: str = "evaluate", help: str = "evaluate a sentence encoder (STS, retrieval)") -> None:
@@ -34,7 +69,7 @@ def register(subparsers, name: str = "evaluate", help: str = "evaluate a sentenc
         "STS Benchmark and SICK-R on their test splits, and the average.",
     )
     _model_options(p)
-    p.add_argument("--tasks", nargs="+", choices=list(STS_TASKS), metavar="TASK", help=f"default: all of {', '.join(STS_TASKS)}")
+    p.add_argument("--tasks", nargs="+", type=_sts_task_name, metavar="TASK", help=f"default: all of {', '.join(STS_AVERAGE)}")
     p.add_argument("--setting", choices=SETTINGS, default="all", help="STS12-16 aggregate over subsets (default: all = pooled)")
     p.add_argument(
         "--sick-split",
@@ -43,6 +78,18 @@ def register(subparsers, name: str = "evaluate", help: str = "evaluate a sentenc
         help="SICK-R split: test (4927 pairs, SentEval and the papers; default) or all (9927 pairs, as MTEB scores it)",
     )
     p.set_defaults(func=cmd_sts)
+
+    p = sub.add_parser(
+        "tasks",
+        help="any of the papers' evaluation tasks (STS, CQA, FAQ retrieval, MRPC...), each with its protocol and metrics",
+        description="Score the chosen tasks of the papers' tables, each on its dataset and split with its protocol "
+        "and metrics (see sentcl.evaluation.tasks), encoding every distinct text of all of them once.",
+    )
+    _model_options(p)
+    p.add_argument("--tasks", nargs="+", required=True, type=_task_name, metavar="TASK", help=f"any of: {', '.join(TASKS)}")
+    p.add_argument("--max-pairs", type=int, default=0, help="score at most this many pairs (queries) per task, drawn with --seed (default 0: all)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the --max-pairs draw (default 0)")
+    p.set_defaults(func=cmd_tasks)
 
     p = sub.add_parser(
         "retrieval",
@@ -89,15 +136,38 @@ def _table(rows: list[tuple[str, ...]]) -> str:
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
 
 
+def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    return [(option, path) for option, path in (("--json", args.json), ("--details", args.details)) if path]
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Raise :class:`OutputError` unless every output path can be written: not a folder, and its
+    nearest existing ancestor a writable folder (the missing ones are created when writing)."""
+    for option, path in _outputs(args):
+        target = Path(path)
+        if target.is_dir():
+            raise OutputError(f"cannot write {option} {path}: it is a directory")
+        ancestor = target.parent
+        while not (ancestor.exists() or ancestor.is_symlink()) and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise OutputError(f"cannot write {option} {path}: {ancestor} is not a directory")
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            raise OutputError(f"cannot write {option} {path}: no permission to write in {ancestor}")
+
+
 def _write(args: argparse.Namespace, scores: dict, details: dict) -> None:
-    atomic_write_json(args.json, scores)
-    if args.details:
-        atomic_write_json(args.details, details)
+    for (option, path), content in zip(_outputs(args), (scores, details)):
+        try:
+            atomic_write_json(path, content)
+        except OSError as exc:
+            raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 
 
 def cmd_sts(args: argparse.Namespace) -> int:
     from .sts import evaluate_sts_tasks
 
+    _check_outputs(args)
     started = time.perf_counter()
     result = evaluate_sts_tasks(
         _embedder(args), data_dir=args.data_dir, tasks=args.tasks, setting=args.setting, sick_split=args.sick_split
@@ -105,9 +175,9 @@ def cmd_sts(args: argparse.Namespace) -> int:
     details = {"model": args.model, "precision": args.precision, "max_seq_length": args.max_seq_length, **result}
     _write(args, result["scores"], details)
     rows = [("task", "Spearman x100", "pairs")]
-    for task, value in result["scores"].items():
-        n = str(result["details"][task]["n"]) if task in result["details"] else ""
-        rows.append((task, f"{value:.2f}", n))
+    for name, value in result["scores"].items():
+        n = str(result["details"][name]["n"]) if name in result["details"] else ""
+        rows.append((name, f"{value:.2f}", n))
     print(_table(rows))
     if any(d["sample"] for d in result["details"].values()):
         print("[sample data: the project's own small sets, not the real benchmarks]")
@@ -119,6 +189,7 @@ def cmd_retrieval(args: argparse.Namespace) -> int:
     from ..data import load
     from .retrieval import evaluate_retrieval
 
+    _check_outputs(args)
     started = time.perf_counter()
     data = load(args.dataset, args.split, args.data_dir)
     result = evaluate_retrieval(
@@ -137,4 +208,32 @@ def cmd_retrieval(args: argparse.Namespace) -> int:
         f"({data.name}/{data.split}{label}: {result['n_queries']} queries, {result['mode']} ranking, "
         f"{args.protocol} protocol; {time.perf_counter() - started:.0f} s; written to {args.json})"
     )
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from .tasks import load_tasks, score_tasks
+
+    _check_outputs(args)
+    started = time.perf_counter()
+    tasks = list(dict.fromkeys(args.tasks))
+    records = load_tasks(tasks, args.data_dir, args.max_pairs, args.seed)
+    results = score_tasks(_embedder(args), records)
+    scores = {name: TASKS[name].report(result) for name, result in results.items()}
+    if any(name in STS_AVERAGE for name in scores):
+        scores["Average"] = {"Spearman": average(scores)}
+    details = {
+        "model": args.model, "precision": args.precision, "max_seq_length": args.max_seq_length,
+        "max_pairs": args.max_pairs, "seed": args.seed, "scores": scores, "results": results,
+    }
+    _write(args, scores, details)
+    rows = [("task", "metric", "value", "size")]
+    for name, values in scores.items():
+        size = str(len(records[name])) if name in records else ""
+        rows += [(name, metric, f"{value:.4g}", size) for metric, value in values.items()]
+    print(_table(rows))
+    if any(r.sample for r in records.values()):
+        print("[sample data: the project's own small sets, not the real benchmarks]")
+    subset = f"at most {args.max_pairs} pairs or queries per task, seed {args.seed}; " if args.max_pairs else ""
+    print(f"({subset}{time.perf_counter() - started:.0f} s; written to {args.json})")
     return 0

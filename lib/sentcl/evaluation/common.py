@@ -4,7 +4,8 @@ An evaluator takes either precomputed embeddings (``np.ndarray``, one row per te
 ``embed`` callable, ``Sequence[str] -> np.ndarray`` of shape ``(len(texts), dim)`` (e.g.
 :func:`sentcl.embeddings.embedder`, which caches). With a callable, the evaluator collects
 its texts, removes duplicates and calls ``embed`` once on the distinct texts, so a sentence
-that occurs in many pairs (STS16, SICK) is encoded once and always gets the same vector.
+that occurs in many pairs (STS16, SICK) is encoded once and always gets the same vector;
+:func:`embed_groups` does the same across the sets of several tasks.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from ..errors import ConfigError
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -28,7 +31,7 @@ def unique_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
     index = np.empty(len(texts), dtype=np.intp)
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise TypeError(f"text {i} is a {type(text).__name__}, expected str")
+            raise ConfigError(f"text {i} is a {type(text).__name__}, expected str")
         index[i] = position.setdefault(text, len(position))
     return list(position), index
 
@@ -41,22 +44,34 @@ def embed_unique(embed: Embed, texts: Sequence[str]) -> tuple[np.ndarray, np.nda
     distinct, index = unique_texts(texts)
     vectors = np.asarray(embed(distinct))
     if vectors.ndim != 2 or vectors.shape[0] != len(distinct):
-        raise ValueError(
+        raise ConfigError(
             f"embed returned an array of shape {vectors.shape} for {len(distinct)} texts; "
             f"expected ({len(distinct)}, dim)"
         )
     return vectors, index
 
 
+def embed_groups(embed: Embed, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+    """Embed several lists of texts with **one** call of ``embed`` on their distinct texts.
+
+    Returns one matrix per group, row ``i`` of ``result[g]`` being the embedding of
+    ``groups[g][i]``: a text shared by groups (a sentence in two STS years, a question asked
+    in two tasks) is encoded once and gets the same vector everywhere.
+    """
+    vectors, index = embed_unique(embed, [text for group in groups for text in group])
+    bounds = np.cumsum([0, *(len(group) for group in groups)])
+    return [vectors[index[start:stop]] for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
 def as_matrix(x: np.ndarray, name: str, rows: int | None = None) -> np.ndarray:
     """``x`` as a 2-D float64 array with finite values (and ``rows`` rows when given)."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n, dim), got shape {x.shape}")
+        raise ConfigError(f"{name} must be a 2-D array (n, dim), got shape {x.shape}")
     if rows is not None and x.shape[0] != rows:
-        raise ValueError(f"{name} has {x.shape[0]} rows, expected {rows}")
+        raise ConfigError(f"{name} has {x.shape[0]} rows, expected {rows}")
     if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
+        raise ConfigError(f"{name} contains NaN or infinite values")
     return x
 
 
@@ -78,7 +93,7 @@ def pairwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = as_matrix(a, "embeddings1")
     b = as_matrix(b, "embeddings2", rows=a.shape[0])
     if a.shape[1] != b.shape[1]:
-        raise ValueError(f"embedding sizes differ: {a.shape[1]} and {b.shape[1]}")
+        raise ConfigError(f"embedding sizes differ: {a.shape[1]} and {b.shape[1]}")
     an, bn = l2_normalise(a), l2_normalise(b)
     diff = an - bn
     cos = 1.0 - 0.5 * np.einsum("ij,ij->i", diff, diff)
@@ -96,7 +111,7 @@ def pair_embeddings(
     """The two sides' embeddings of a pair dataset: given, or from ``embed`` (distinct texts once)."""
     given = embeddings1 is not None or embeddings2 is not None
     if given == (embed is not None) or (given and (embeddings1 is None or embeddings2 is None)):
-        raise ValueError("pass either embed, or both embeddings1 and embeddings2")
+        raise ConfigError("pass either embed, or both embeddings1 and embeddings2")
     n = len(sentences1)
     if embed is None:
         return as_matrix(embeddings1, "embeddings1", rows=n), as_matrix(embeddings2, "embeddings2", rows=n)

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..data.records import ScoredPairs
+from ..errors import ConfigError
 from .common import Embed, as_matrix, embed_unique, l2_normalise, unique_texts
 
 _BLOCK = 2048  # rows per block in the all-pairs sum (a block x n float64 matrix in memory)
@@ -35,9 +36,9 @@ def alignment(x: np.ndarray, y: np.ndarray, alpha: float = 2.0) -> float:
     x = as_matrix(x, "x")
     y = as_matrix(y, "y", rows=x.shape[0])
     if len(x) == 0:
-        raise ValueError("alignment needs at least one positive pair")
+        raise ConfigError("alignment needs at least one positive pair")
     if alpha <= 0:
-        raise ValueError(f"alpha must be > 0, got {alpha}")
+        raise ConfigError(f"alpha must be > 0, got {alpha}")
     distances = np.linalg.norm(l2_normalise(x) - l2_normalise(y), axis=1)
     return float(np.mean(distances**alpha))
 
@@ -50,9 +51,9 @@ def uniformity(x: np.ndarray, t: float = 2.0) -> float:
     x = l2_normalise(as_matrix(x, "x"))
     n = len(x)
     if n < 2:
-        raise ValueError("uniformity needs at least two embeddings")
+        raise ConfigError("uniformity needs at least two embeddings")
     if t <= 0:
-        raise ValueError(f"t must be > 0, got {t}")
+        raise ConfigError(f"t must be > 0, got {t}")
     norms = np.einsum("ij,ij->i", x, x)
     partial = []
     for start in range(0, n - 1, _BLOCK):
@@ -77,12 +78,12 @@ def anisotropy(x: np.ndarray, n_pairs: int | None = 10_000, seed: int = 0) -> fl
     x = l2_normalise(as_matrix(x, "x"))
     n = len(x)
     if n < 2:
-        raise ValueError("anisotropy needs at least two embeddings")
+        raise ConfigError("anisotropy needs at least two embeddings")
     if n_pairs is None:
         total = x.sum(axis=0)
         return float((total @ total - np.einsum("ij,ij->", x, x)) / (n * (n - 1)))
     if n_pairs < 1:
-        raise ValueError(f"n_pairs must be >= 1 or None, got {n_pairs}")
+        raise ConfigError(f"n_pairs must be >= 1 or None, got {n_pairs}")
     rng = np.random.default_rng(seed)
     i = rng.integers(0, n, size=n_pairs)
     j = (i + rng.integers(1, n, size=n_pairs)) % n  # uniform over the other n - 1 rows
@@ -109,7 +110,7 @@ def evaluate_geometry(
     n = len(pairs)
     positive = np.flatnonzero(pairs.scores > positive_threshold)
     if len(positive) == 0:
-        raise ValueError(f"{pairs.name}/{pairs.split}: no pair scores above {positive_threshold}")
+        raise ConfigError(f"{pairs.name}/{pairs.split}: no pair scores above {positive_threshold}")
     return {
         "dataset": pairs.name,
         "split": pairs.split,

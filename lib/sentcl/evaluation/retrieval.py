@@ -56,6 +56,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..data.records import RetrievalSet
+from ..errors import ConfigError
 from .common import Embed, as_matrix, embed_unique, l2_normalise, pairwise_cosine, unique_texts
 
 Run = dict[str, dict[str, float]]
@@ -72,7 +73,7 @@ def parse_metric(name: str) -> tuple[str, int | None]:
     """``"nDCG@10"`` -> ``("ndcg", 10)``; ``"map"`` -> ``("map", None)``."""
     m = _METRIC.match(name.strip().lower())
     if not m or (m.group(1) in _NEEDS_K and m.group(2) is None):
-        raise ValueError(
+        raise ConfigError(
             f"unknown retrieval metric {name!r}; use acc@k, p@k, r@k, map, map@k, mrr, mrr@k, ndcg, ndcg@k"
         )
     return m.group(1), int(m.group(2)) if m.group(2) else None
@@ -95,7 +96,7 @@ def _ranks_of(doc_ids: Sequence[str], run_q: Mapping[str, float]) -> dict[str, i
         return {}
     scores = np.fromiter(run_q.values(), dtype=np.float64, count=len(run_q))
     if np.isnan(scores).any():
-        raise ValueError("run contains NaN scores")
+        raise ConfigError("run contains NaN scores")
     ids = None
     ranks = {}
     for d in wanted:
@@ -118,7 +119,7 @@ def query_scores(
 ) -> dict[str, float]:
     """The metrics of one query (trec_eval semantics, see the module docstring)."""
     if relevance_level < 1:
-        raise ValueError(f"relevance_level must be >= 1, got {relevance_level}")
+        raise ConfigError(f"relevance_level must be >= 1, got {relevance_level}")
     parsed = [parse_metric(m) for m in metrics]
     gains = {d: r for d, r in qrels_q.items() if r > 0}
     ranks = _ranks_of(list(gains), run_q)
@@ -168,7 +169,7 @@ def evaluate_run(
     metrics = list(dict.fromkeys(metric_name(m) for m in metrics))
     scored = [q for q in run if q in qrels]
     if not scored:
-        raise ValueError("no query of the run has relevance judgements: nothing to evaluate")
+        raise ConfigError("no query of the run has relevance judgements: nothing to evaluate")
     per = {q: query_scores(run[q], qrels[q], metrics, relevance_level) for q in scored}
     result = {
         "scores": {m: float(np.mean([per[q][m] for q in scored])) for m in metrics},
@@ -200,17 +201,17 @@ def semeval_scores(
     question counts in the mean. Scores are in [0, 1] (the scorer prints MRR ×100).
     """
     if cutoff < 1:
-        raise ValueError(f"cutoff must be >= 1, got {cutoff}")
+        raise ConfigError(f"cutoff must be >= 1, got {cutoff}")
     if not candidates:
-        raise ValueError("no question has candidates: nothing to evaluate")
+        raise ConfigError("no question has candidates: nothing to evaluate")
     aps, rrs = [], []
     no_relevant = 0
     for q, cands in candidates.items():
         if q not in run:
-            raise ValueError(f"query {q!r} has candidates but no scores in the run")
+            raise ConfigError(f"query {q!r} has candidates but no scores in the run")
         missing = [c for c in cands if c not in run[q]]
         if missing:
-            raise ValueError(f"query {q!r}: candidates {missing[:3]} have no score in the run")
+            raise ConfigError(f"query {q!r}: candidates {missing[:3]} have no score in the run")
         judged = qrels.get(q, {})
         order = sorted(range(len(cands)), key=lambda i: -run[q][cands[i]])[:cutoff]
         relevant = np.array([judged.get(cands[i], 0) >= relevance_level for i in order], dtype=bool)
@@ -253,14 +254,14 @@ def rank_corpus(
     q = l2_normalise(as_matrix(query_embeddings, "query_embeddings", rows=len(query_ids))).astype(np.float32)
     c = l2_normalise(as_matrix(corpus_embeddings, "corpus_embeddings")).astype(np.float32)
     if q.shape[1] != c.shape[1]:
-        raise ValueError(f"query and corpus embedding sizes differ: {q.shape[1]} and {c.shape[1]}")
+        raise ConfigError(f"query and corpus embedding sizes differ: {q.shape[1]} and {c.shape[1]}")
     index_of_doc = np.arange(len(corpus_ids)) if corpus_index is None else np.asarray(corpus_index, dtype=np.intp)
     if len(index_of_doc) != len(corpus_ids) or (len(index_of_doc) and index_of_doc.max() >= len(c)):
-        raise ValueError("corpus_index must give a row of corpus_embeddings for every corpus id")
+        raise ConfigError("corpus_index must give a row of corpus_embeddings for every corpus id")
     if depth is not None and depth < 1:
-        raise ValueError(f"depth must be >= 1 or None, got {depth}")
+        raise ConfigError(f"depth must be >= 1 or None, got {depth}")
     if not len(corpus_ids):
-        raise ValueError("the corpus is empty")
+        raise ConfigError("the corpus is empty")
     # Index only the rows some document uses; members[j] lists the documents of indexed row j.
     rows, inverse = np.unique(index_of_doc, return_inverse=True)
     doc_ids = np.array(list(corpus_ids), dtype=str)
@@ -299,10 +300,10 @@ def rank_candidates(
     run: Run = {}
     for q, cands in candidates.items():
         if q not in query_vectors:
-            raise ValueError(f"candidates name query {q!r}, which has no embedding")
+            raise ConfigError(f"candidates name query {q!r}, which has no embedding")
         missing = [d for d in cands if d not in doc_vectors]
         if missing:
-            raise ValueError(f"query {q!r}: candidates {missing[:3]} are not in the corpus")
+            raise ConfigError(f"query {q!r}: candidates {missing[:3]} are not in the corpus")
         if not cands:
             run[q] = {}
             continue
@@ -338,13 +339,13 @@ def evaluate_retrieval(
     official scorer does (see :func:`semeval_scores`); ``"trec"`` uses trec_eval semantics.
     """
     if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        raise ConfigError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     if protocol == "semeval" and data.candidates is None:
-        raise ValueError(f"{data.name}: protocol 'semeval' needs per-query candidate lists")
+        raise ConfigError(f"{data.name}: protocol 'semeval' needs per-query candidate lists")
     if (embed is None) == (query_embeddings is None and corpus_embeddings is None) or (
         embed is None and (query_embeddings is None or corpus_embeddings is None)
     ):
-        raise ValueError("pass either embed, or both query_embeddings and corpus_embeddings")
+        raise ConfigError("pass either embed, or both query_embeddings and corpus_embeddings")
     query_ids, doc_ids = list(data.queries), list(data.corpus)
     doc_texts = [data.corpus[d] for d in doc_ids]
     if embed is not None:

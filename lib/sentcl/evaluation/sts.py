@@ -18,36 +18,35 @@ The protocol the papers (SimCSE, SBERT, RCL, IFCL, MNRL-SBERT) compare on:
 MTEB reports the same STS12-16 and STS-B numbers (cosine Spearman on the pooled test sets)
 in [0, 1]; its SICK-R task, however, scores all 9927 SICK pairs (our split ``all``), not the
 4927 test pairs that SentEval and the papers use. all-MiniLM-L6-v2 in fp32 reproduces its
-published MTEB scores to within 0.011 on every task (``tests/test_eval_cli.py``).
+published MTEB scores to within 0.011 on every task (``tests/evaluation/test_cli.py``).
+
+The task names and their (dataset, split) come from the task table,
+:data:`sentcl.evaluation.tasks.TASKS`; :data:`STS_TASKS` is its seven English STS columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from ..data import load
-from ..data.records import ScoredPairs, draw_rows
+from ..data.records import LabelledPairs, ScoredPairs, draw_rows
 from ..embeddings import encode
 from ..errors import ConfigError
-from .common import Embed, embed_unique, pair_embeddings, pairwise_cosine
+from .common import Embed, embed_groups, pair_embeddings, pairwise_cosine
+from .tasks import SETTINGS, STS_AVERAGE, TASKS, task
 
-# task name as the papers' tables write it -> (dataset in the registry, split)
-STS_TASKS: dict[str, tuple[str, str]] = {
-    "STS12": ("sts12", "test"),
-    "STS13": ("sts13", "test"),
-    "STS14": ("sts14", "test"),
-    "STS15": ("sts15", "test"),
-    "STS16": ("sts16", "test"),
-    "STSBenchmark": ("stsbenchmark", "test"),
-    "SICK-R": ("sickr", "test"),
-}
-SETTINGS = ("all", "mean", "wmean")
-# datasets scored as one pooled set whatever the setting (their subsets are genres, not years' files)
-_POOLED_ONLY = ("stsbenchmark", "sickr")
+STS_TASKS: dict[str, tuple[str, str]] = {name: (TASKS[name].dataset, TASKS[name].split) for name in STS_AVERAGE}
+"""The seven English STS tasks of :data:`~sentcl.evaluation.tasks.TASKS` -> (dataset, split)."""
+# datasets scored as one pooled set whatever the setting (their subsets are genres or
+# source years of one set, not a year's separate files)
+_POOLED_ONLY = ("stsbenchmark", "sickr", "cnsd_stsb")
+Pairs = TypeVar("Pairs", ScoredPairs, LabelledPairs)
+_NO_CORRELATION = {"spearman": float("nan"), "pearson": float("nan")}
 
 
 def cosine_spearman(embeddings1: np.ndarray, embeddings2: np.ndarray, gold: Sequence[float]) -> float:
@@ -55,7 +54,7 @@ def cosine_spearman(embeddings1: np.ndarray, embeddings2: np.ndarray, gold: Sequ
     sims = pairwise_cosine(embeddings1, embeddings2)
     gold = np.asarray(gold, dtype=np.float64)
     if gold.shape != sims.shape:
-        raise ValueError(f"{len(gold)} gold scores for {len(sims)} pairs")
+        raise ConfigError(f"{len(gold)} gold scores for {len(sims)} pairs")
     return _correlations(sims, gold)["spearman"]
 
 
@@ -85,18 +84,22 @@ def evaluate_sts(
          "subsets": {name: {"n", "spearman", "pearson"}}}
 
     ``all`` is the correlation over every pair pooled; ``mean`` and ``wmean`` are the plain
-    and size-weighted means of the per-subset correlations (SentEval's three settings).
+    and size-weighted means of the per-subset correlations (SentEval's three settings). A
+    subset with a single pair (possible in a small :func:`sample_pairs` draw) has no
+    correlation (NaN) and is left out of ``mean`` and ``wmean``.
     """
     if len(pairs) < 2:
-        raise ValueError(f"{pairs.name}/{pairs.split}: {len(pairs)} pairs, a correlation needs at least 2")
+        raise ConfigError(f"{pairs.name}/{pairs.split}: {len(pairs)} pairs, a correlation needs at least 2")
     e1, e2 = pair_embeddings(pairs.sentences1, pairs.sentences2, embed, embeddings1, embeddings2)
     sims = pairwise_cosine(e1, e2)
     subsets = np.asarray(pairs.subsets)
     per_subset = {}
     for name in pairs.subset_names:
         rows = subsets == name
-        per_subset[name] = {"n": int(rows.sum()), **_correlations(sims[rows], pairs.scores[rows])}
-    sizes = np.array([s["n"] for s in per_subset.values()], dtype=np.float64)
+        n = int(rows.sum())
+        per_subset[name] = {"n": n, **(_correlations(sims[rows], pairs.scores[rows]) if n >= 2 else _NO_CORRELATION)}
+    scored = [s for s in per_subset.values() if s["n"] >= 2]
+    sizes = np.array([s["n"] for s in scored], dtype=np.float64)
     pooled = _correlations(sims, pairs.scores)
     result = {
         "dataset": pairs.name,
@@ -106,11 +109,11 @@ def evaluate_sts(
         "dropped": dict(pairs.dropped),
     }
     for stat in ("spearman", "pearson"):
-        values = np.array([s[stat] for s in per_subset.values()])
+        values = np.array([s[stat] for s in scored])
         result[stat] = {
             "all": pooled[stat],
-            "mean": float(values.mean()),
-            "wmean": float((values * sizes).sum() / sizes.sum()),
+            "mean": float(values.mean()) if scored else float("nan"),
+            "wmean": float(values @ sizes / sizes.sum()) if scored else float("nan"),
         }
     result["subsets"] = per_subset
     return result
@@ -123,20 +126,20 @@ def evaluate_sts_tasks(
     setting: str = "all",
     sick_split: str = "test",
 ) -> dict:
-    """The standard seven STS tasks (or ``tasks``) loaded from the data root and scored by
-    :func:`evaluate_sts_datasets`; the result also names ``sick_split``.
+    """The seven English STS tasks (or ``tasks``, STS tasks of :data:`~sentcl.evaluation.tasks.TASKS`
+    in any accepted spelling) loaded from the data root and scored by :func:`evaluate_sts_datasets`,
+    keyed by their table names; the result also names ``sick_split``.
 
     ``sick_split`` is the SICK-R split: ``test`` (4927 pairs, SentEval and the papers) or
     ``all`` (9927 pairs, what MTEB's SICK-R scores).
     """
-    tasks = list(STS_TASKS) if tasks is None else list(tasks)
-    unknown = [t for t in tasks if t not in STS_TASKS]
-    if unknown or not tasks:
-        raise ConfigError(f"unknown STS task(s) {unknown}; choose from {', '.join(STS_TASKS)}")
+    chosen = [task(t) for t in (STS_AVERAGE if tasks is None else tasks)]
+    if not chosen or any(t.evaluator != "sts" or t.positive_label is not None for t in chosen):
+        valid = [n for n, t in TASKS.items() if t.evaluator == "sts" and t.positive_label is None]
+        raise ConfigError(f"STS tasks with scored pairs, one of {', '.join(valid)}; got {list(tasks or [])}")
     if sick_split not in ("test", "all"):
         raise ConfigError(f"sick_split must be 'test' or 'all', got {sick_split!r}")
-    splits = {t: sick_split if t == "SICK-R" else STS_TASKS[t][1] for t in tasks}
-    datasets = {t: load(STS_TASKS[t][0], splits[t], data_dir) for t in tasks}
+    datasets = {t.name: load(t.dataset, sick_split if t.name == "SICK-R" else t.split, data_dir) for t in chosen}
     return {**evaluate_sts_datasets(embed, datasets, setting), "sick_split": sick_split}
 
 
@@ -159,24 +162,21 @@ def evaluate_sts_datasets(embed: Embed, datasets: Mapping[str, ScoredPairs], set
         raise ConfigError("'avg' is the name of the average, not a task name")
     if setting not in SETTINGS:
         raise ConfigError(f"unknown STS setting {setting!r}; choose from {', '.join(SETTINGS)}")
-    texts = [s for d in datasets.values() for s in (*d.sentences1, *d.sentences2)]
-    vectors, index = embed_unique(embed, texts)
-    details, start = {}, 0
-    for task, pairs in datasets.items():
+    matrices = embed_groups(embed, [[*d.sentences1, *d.sentences2] for d in datasets.values()])
+    details = {}
+    for (name, pairs), vectors in zip(datasets.items(), matrices):
         n = len(pairs)
-        e1 = vectors[index[start : start + n]]
-        e2 = vectors[index[start + n : start + 2 * n]]
-        start += 2 * n
-        details[task] = evaluate_sts(pairs, embeddings1=e1, embeddings2=e2)
+        details[name] = evaluate_sts(pairs, embeddings1=vectors[:n], embeddings2=vectors[n:])
     scores = {
-        task: d["spearman"]["all" if datasets[task].name in _POOLED_ONLY else setting] for task, d in details.items()
+        name: d["spearman"]["all" if datasets[name].name in _POOLED_ONLY else setting] for name, d in details.items()
     }
     scores["avg"] = float(np.mean(list(scores.values())))
     return {"scores": scores, "setting": setting, "details": details}
 
 
-def sample_pairs(pairs: ScoredPairs, max_pairs: int, seed: int = 0) -> ScoredPairs:
-    """At most ``max_pairs`` pairs of ``pairs``, drawn without replacement (seeded), in their order.
+def sample_pairs(pairs: Pairs, max_pairs: int, seed: int = 0) -> Pairs:
+    """At most ``max_pairs`` pairs of ``pairs`` (scored or labelled), drawn without replacement
+    (seeded), in their order.
 
     0, or a number not below the size, keeps every pair (the record itself). The draw is
     uniform over the pooled pairs, so each subset of an STS year keeps about its share, as the
@@ -186,7 +186,7 @@ def sample_pairs(pairs: ScoredPairs, max_pairs: int, seed: int = 0) -> ScoredPai
     if rows is None:
         return pairs
     if max_pairs < 2:
-        raise ConfigError(f"max_pairs must be at least 2 (a correlation needs two pairs), got {max_pairs}")
+        raise ConfigError(f"max_pairs must be at least 2 (a correlation or a threshold needs two pairs), got {max_pairs}")
     return pairs.take(rows)
 
 
