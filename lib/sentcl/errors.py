@@ -41,3 +41,7 @@ class DataMissingError(SentclError, FileNotFoundError):
 
 class ConfigError(SentclError, ValueError):
     """A parameter, profile or option is invalid; the message lists the valid choices."""
+
+
+class OutputError(SentclError, OSError):
+    """An output file (e.g. ``sentcl evaluate --json``) cannot be written; the message names it and why."""

@@ -4,6 +4,7 @@ and the run record written around a training run."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
@@ -118,3 +119,12 @@ def test_paper_rows_and_the_orderings_summary(run):
     assert lines[0] == "**Table 2:** of the 1 orderings of two rows that the paper reports and this run computed, 0 hold."
     assert lines[1].startswith("- MNRLSBERT above SBERT (Table 2, Average)") and "does NOT hold" in lines[1]
     assert lines[-1].startswith("*This run read the project's sample data")
+
+
+def test_load_tasks_reads_through_the_run_and_describes_the_evaluation(run):
+    sts = run.load_tasks(["STS12", "STSb"], max_pairs=5, seed=1)
+    assert [len(r) for r in sts.values()] == [5, 5] and sts["STSb"].name == "stsbenchmark"
+    used = run.out_dir / "data_used" / "mnrl_sbert.json"
+    assert [d["name"] for d in json.loads(used.read_text())["datasets"]] == ["sts12", "stsbenchmark"]
+    run.record("MNRLSBERT", {"STS12": 1.0}, seeds=[0])
+    assert set(run.results()["data"]) == {f"{run.data.describe()}; STS pairs scored: STS12 5, STSb 5 (at most 5 per task, seed 1)"}

@@ -140,6 +140,17 @@ class ChapterRun:
         )
         return record
 
+    def load_tasks(self, names: Sequence[str], *, max_pairs: int = 0, seed: int = 0, what: str = "STS pairs") -> dict:
+        """Evaluation tasks by the papers' column names (:mod:`sentcl.evaluation.tasks`), read
+        from the run's data root through :meth:`load` (logged for the datasets appendix), each
+        cut to at most ``max_pairs`` rows drawn with ``seed`` (0: whole); every row recorded from
+        now on says what it was scored on (:meth:`describe_evaluation`). Returns ``{name: record}``."""
+        from ..evaluation.tasks import load_tasks
+
+        records = load_tasks(names, max_pairs=max_pairs, seed=seed, loader=self.load)
+        self.describe_evaluation(records, what=what, limit=max_pairs, seed=seed)
+        return records
+
     def train(self, trainer, **cached: Any):
         """Train with ``trainer`` inside the artifact cache (:meth:`sentcl.training.Trainer.train_cached`:
         a finished identical run is loaded, an interrupted one resumed) and, when it trained,

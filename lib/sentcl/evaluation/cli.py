@@ -30,14 +30,10 @@ import os
 import time
 from pathlib import Path
 
-from ..errors import ConfigError, SentclError
+from ..errors import ConfigError, OutputError
 from ..io import atomic_write_json
 from .retrieval import DEFAULT_METRICS, PROTOCOLS
 from .tasks import SETTINGS, STS_AVERAGE, TASKS, average, task
-
-
-class OutputError(SentclError, OSError):
-    """An output file (``--json``, ``--details``) cannot be written; the message names it and why."""
 
 
 def _task_name(name: str) -> str:
