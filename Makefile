@@ -55,6 +55,7 @@ browser:
 	  else echo "make: chromium not found; the browser tests will be skipped"; fi; }
 
 test: setup browser
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 book: setup

@@ -132,3 +132,21 @@ def test_bf16_stays_within_1e3_cosine_of_fp32_for_minilm():
     cosine = (fp32 * bf16).sum(1) / (np.linalg.norm(fp32, axis=1) * np.linalg.norm(bf16, axis=1))
     assert cosine.min() > 1 - 1e-3, cosine
     assert not np.array_equal(fp32, bf16)  # autocast really ran in bf16
+
+
+def test_the_progress_hook_never_replaces_the_models_output(monkeypatch):
+    """tqdm's update() returns True when it redraws; a forward hook returning a value would
+    replace the model's output, so the hook must return None whatever the bar says."""
+    import sentcl.embeddings as embeddings_module
+
+    class RedrawingBar:
+        def update(self, n):
+            return True
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(embeddings_module, "progress_bar", lambda **_: RedrawingBar())
+    model = tiny_model(0)
+    vectors = embeddings_module.encode(model, ["a red car", "two dogs"], cache=False, show_progress=True)
+    assert vectors.shape == (2, model.get_embedding_dimension()) and np.isfinite(vectors).all()

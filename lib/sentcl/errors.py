@@ -6,6 +6,8 @@ prints it as one line (no traceback) and exits with status 2.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from os import PathLike
 
 
@@ -45,3 +47,41 @@ class ConfigError(SentclError, ValueError):
 
 class OutputError(SentclError, OSError):
     """An output file (e.g. ``sentcl evaluate --json``) cannot be written; the message names it and why."""
+
+
+# --------------------------------------------------------------------------- shared validators
+# One wording for every invalid option, wherever it is checked (losses, trainer configuration,
+# encoders, evaluators): what the option is, what is allowed, what was given.
+
+
+def check_choice(name: str, value: object, choices: Sequence[object]) -> object:
+    """``value`` if it is one of ``choices``, else ``ConfigError("unknown <name> <value>; choose one of …")``."""
+    if value not in choices:
+        raise ConfigError(f"unknown {name} {value!r}; choose one of {', '.join(map(str, choices))}")
+    return value
+
+
+def check_number(
+    name: str, value: object, *, low: float | None = None, high: float | None = None, low_open: bool = False
+) -> float:
+    """``value`` as a float if it is a finite real number (not a bool) in ``[low, high]`` (``(low, high]``
+    with ``low_open``; an absent bound is unbounded), else a ConfigError naming the interval."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value <= high
+    if not ok:
+        bounds = f"{'(' if low_open else '['}{low if low is not None else '-inf'}, {high if high is not None else 'inf'}"
+        bounds += "]" if high is not None else ")"
+        raise ConfigError(f"{name} must be a number in {bounds}, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def check_positive_int(name: str, value: object, *, optional: bool = False) -> int | None:
+    """``value`` if it is an integer ≥ 1 (not a bool; None too when ``optional``), else a ConfigError."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer{' or None' if optional else ''}, got {value!r}")
+    return value

@@ -52,7 +52,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, WeightedLayerPooling
 
-from .errors import ConfigError, DataMissingError, SentclError
+from .errors import ConfigError, DataMissingError, SentclError, check_choice
 from .hashing import stable_hash, texts_hash
 from .io import atomic_directory
 from .paths import cache_root, resource
@@ -111,8 +111,8 @@ def load_encoder(
         DataMissingError: a path that is not a model directory.
         SentclError: a hub id while the hub is unreachable and the model is not cached.
     """
-    if pooling is not None and pooling not in POOLINGS:
-        raise ConfigError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    if pooling is not None:
+        check_choice("pooling", pooling, POOLINGS)
     name = os.fspath(name_or_path)
     if name in TINY_NAMES:
         model = tiny_model(seed=0, pooling=pooling or "mean", device=device)
@@ -258,8 +258,7 @@ def _from_sentence_transformers(source: str, pooling: str | None, device: str | 
 
 def _from_checkpoint(source: str, pooling: str, device: str | None) -> SentenceTransformer:
     """Wrap a plain transformers checkpoint with one of :data:`POOLINGS` (see module doc)."""
-    if pooling not in POOLINGS:
-        raise ConfigError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    check_choice("pooling", pooling, POOLINGS)
     if pooling == "cls":
         transformer = Transformer(
             source,
@@ -417,8 +416,7 @@ def pooled_encoder(model, pooling: str, max_seq_length: int | None = None):
     changes (e.g. SimCSE's first-last avg. of a trained SBERT, the "SBERT-whitening" rows).
     ``max_seq_length`` truncates inputs (default: the model's own).
     """
-    if pooling not in POOLINGS:
-        raise ConfigError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+    check_choice("pooling", pooling, POOLINGS)
     if not isinstance(model, SentenceTransformer):
         try:  # a plain checkpoint takes any pooling
             return load_encoder(model, pooling=pooling, max_seq_length=max_seq_length)

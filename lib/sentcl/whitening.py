@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .embeddings import Embed
 from .errors import ConfigError
-from .evaluation.common import Embed
 
 
 @dataclass(frozen=True)

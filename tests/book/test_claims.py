@@ -34,3 +34,24 @@ def test_orderings_orient_pairs_as_the_paper_and_say_whether_ours_agree(tmp_path
     tie = pd.DataFrame({"table": ["T"] * 2, "row": ["a", "b"], "column": ["Average"] * 2, "paper_value": [1.0, 1.0],
                         "value": [2.0, 1.0], "status": ["reproduced"] * 2, "profile": ["demo"] * 2})
     assert orderings(tie, "T") == []
+
+
+def test_table_orderings_cover_every_table_with_the_column_and_count_what_holds():
+    from sentcl.book.claims import ordering_counts, table_orderings
+
+    def cell(table, row, column, paper, ours, status="reproduced"):
+        return {"table": table, "row": row, "column": column, "paper_value": paper, "value": ours,
+                "status": status, "profile": "demo"}
+
+    compared = pd.DataFrame([
+        cell("T1", "a", "Average", 3.0, 30.0), cell("T1", "b", "Average", 2.0, 10.0), cell("T1", "c", "Average", 1.0, 20.0),
+        cell("T1", "d", "Average", 0.5, float("nan"), status="cited"),
+        cell("T2", "a", "MRR", 0.9, 0.1), cell("T2", "b", "MRR", 0.8, 0.2),  # no Average column: left out
+        cell("T3", "a", "Average", 1.0, 5.0),  # one computed row: no pair
+    ])
+    found = table_orderings(compared)
+    assert list(found) == ["T1", "T3"] and found["T3"] == []
+    assert {(o.higher, o.lower, o.holds) for o in found["T1"]} == {("a", "b", True), ("a", "c", True), ("b", "c", False)}
+    assert ordering_counts(compared) == (3, 2)
+    assert ordering_counts(compared, "MRR") == (1, 0)
+    assert ordering_counts(compared.iloc[0:0]) == (0, 0)  # a chapter that has not run

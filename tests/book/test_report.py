@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from html.parser import HTMLParser
 
@@ -29,14 +30,15 @@ PAPER = pd.DataFrame(
 )
 
 
-def results(*cells) -> pd.DataFrame:
-    """A results frame as load_results returns it, from (table, row, column, value, kind[, std, seeds])."""
+def results(*cells, profile: str = "paper", data: str = "some data", note: str = "") -> pd.DataFrame:
+    """A results frame as load_results returns it, from (table, row, column, value, kind[, std, seeds]);
+    ``profile``: the run's profile (paper: the paper's models and data, whose agreement is judged)."""
     rows = []
     for c in cells:
         table, row, column, value, kind, *rest = c
         std, seeds = (rest + [math.nan, (1,)])[:2] if rest else (math.nan, (1,))
         rows.append(dict(chapter="x", table=table, row=row, column=column, value=value, std=std, seeds=seeds,
-                         paper_value=math.nan, profile="demo", kind=kind, data="some data", run_id="r", note=""))
+                         paper_value=math.nan, profile=profile, kind=kind, data=data, run_id="r", note=note))
     return pd.DataFrame(rows, columns=list(R.RESULT_COLUMNS))
 
 
@@ -73,14 +75,49 @@ def test_compare_keeps_the_papers_order_and_appends_our_own_rows():
     assert list(t1[t1.row == "Extra"].column) == ["A", "B"]  # the paper's column order, not ours
     extra = t1[t1.row == "Extra"].iloc[0]
     assert math.isnan(extra.paper_value) and extra.status == "reproduced" and pd.isna(extra.agreement)
-    assert report.summary(cmp) == {"paper cells": 6, "reproduced": 1, "agrees": 1, "close": 0, "differs": 0,
-                                   "sample data": 0, "cited": 5, "ours only": 3}
+    assert report.summary(cmp) == {"paper cells": 6, "computed": 1, "judged": 1, "agrees": 1, "close": 0, "differs": 0,
+                                   "miniature": 0, "cited": 5, "ours only": 3}
 
 
 def test_sample_data_is_never_judged():
     res = results(("T1", "Ours-paper", "A", 10.0, "sample-data"))
     cell = report.compare("x", res, paper=PAPER).set_index(["table", "row", "column"]).loc[("T1", "Ours-paper", "A")]
-    assert cell.status == "sample-data" and pd.isna(cell.agreement) and cell.delta == -60.0
+    assert cell.status == "sample-data" and pd.isna(cell.agreement) and cell.delta == -60.0 and not cell.judged
+
+
+@pytest.mark.parametrize("profile, kind", [("demo", "reproduced"), ("smoke", "sample-data"), ("demo", "sample-data"),
+                                           ("paper", "sample-data")])
+def test_a_miniature_is_neither_coloured_nor_counted_as_agreement(profile, kind):
+    """A demo row (all-MiniLM-L6-v2 standing in for bert-base) that lands within 0.3 points of the
+    paper agrees by coincidence: no colour, no "agrees" in the counts, and the legend says why."""
+    res = results(("T1", "Ours-paper", "A", 70.3, kind), ("T1", "Ours-paper", "B", 79.9, kind), profile=profile)
+    cmp = report.compare("x", res, paper=PAPER)
+    done = cmp[cmp.status != "cited"]
+    assert len(done) == 2 and not done.judged.any() and done.agreement.isna().all()
+    assert report.summary(cmp) == {"paper cells": 6, "computed": 2, "judged": 0, "agrees": 0, "close": 0, "differs": 0,
+                                   "miniature": 2, "cited": 4, "ours only": 0}
+    table = report.comparison_table(cmp, "T1")
+    html = table.to_html()
+    assert "background-color" not in html and not any(colour in html for colour in report.COLOURS.values())
+    assert _Cells(table.styler.to_html()).rows[3:] == [["Δ", "+0.30", "−0.10"]]  # Δ still shown, uncoloured
+    assert coloured_cells(html) == {}
+    legend = " ".join(table.legend)
+    assert "green" not in legend and "not coloured" in legend
+    if kind == "reproduced":
+        assert "ours · demo: a miniature run" in legend and "coincidence" in legend
+
+
+def test_only_a_paper_profile_run_on_real_data_is_judged():
+    assert report.judged("paper", "reproduced")
+    assert not any(report.judged(p, k) for p in ("demo", "smoke", None) for k in ("reproduced", "sample-data"))
+    assert not report.judged("paper", "sample-data") and not report.judged("paper", "cited")
+    res = results(("T1", "Ours-paper", "A", 70.3, "reproduced"), ("T1", "Ours-paper", "B", 85.0, "reproduced"))
+    table = report.comparison_table(report.compare("x", res, paper=PAPER), "T1")
+    html = table.to_html()
+    # the ours and Δ lines (rows 2 and 3) of A (|Δ| 0.3) agree, of B (|Δ| 5) differ
+    assert coloured_cells(html) == {report.COLOURS["agrees"]: {(2, 0), (3, 0)}, report.COLOURS["differs"]: {(2, 1), (3, 1)}}
+    assert any(item.startswith("Agreement (paper-profile runs") and "green |Δ| ≤ 1" in item for item in table.legend)
+    assert not any("miniature" in item for item in table.legend)
 
 
 def test_comparison_frame_has_paper_ours_delta_lines_only_where_they_exist():
@@ -91,6 +128,15 @@ def test_comparison_frame_has_paper_ours_delta_lines_only_where_they_exist():
     assert frame.loc[("Ours-paper", "Δ")].tolist() == [1.0, -1.0]
     with pytest.raises(KeyError, match="no table 'T9'"):
         report.comparison_frame(report.compare("x", res, paper=PAPER), "T9")
+
+
+def coloured_cells(html: str) -> dict[str, set[tuple[int, int]]]:
+    """Background colour -> the (row, column) body cells a comparison table's CSS gives it."""
+    found: dict[str, set[tuple[int, int]]] = {}
+    for selectors, colour in re.findall(r"([^{}]+)\{[^}]*background-color:\s*(#[0-9a-fA-F]+)[^}]*\}", html):
+        for row, col in re.findall(r"_row(\d+)_col(\d+)", selectors):
+            found.setdefault(colour, set()).add((int(row), int(col)))
+    return found
 
 
 class _Cells(HTMLParser):
@@ -128,12 +174,14 @@ def test_comparison_table_labels_cited_rows_and_colours_ours():
     assert _Cells(table.styler.to_html()).rows == [
         ["Baseline", "paper [#] (cited)", "50.00", "60.00"],
         ["Ours-paper", "paper", "70.00", "80.00"],
-        ["ours · demo · 3 seeds", "74.00 ± 0.25", "80.50"],
+        ["ours · paper · 3 seeds", "74.00 ± 0.25", "80.50"],
         ["Δ", "+4.00", "+0.50"],
         ["Extra", "ours · sample data", "1.00", ""],
     ]
-    assert report.COLOURS["differs"] in html and report.COLOURS["agrees"] in html and report.COLOURS["sample-data"] in html
+    assert report.COLOURS["differs"] in html and report.COLOURS["agrees"] in html
     assert report.COLOURS["close"] not in html
+    # the paper-profile row's ours and Δ lines; not the sample-data row (row 4)
+    assert coloured_cells(html) == {report.COLOURS["agrees"]: {(2, 1), (3, 1)}, report.COLOURS["differs"]: {(2, 0), (3, 0)}}
     assert "Table 1 of x" in html and "Cited by the paper: [#] Someone (2020)." in html and "Data: some data." in html
 
 
@@ -144,9 +192,42 @@ def test_comparison_table_labels_the_papers_own_rows_not_run():
 
 
 def test_comparison_table_shows_fractions_with_three_decimals():
-    res = results(("T2", "Ranker", "MRR", 0.81, "reproduced"))
+    res = results(("T2", "Ranker", "MRR", 0.81, "reproduced"), profile="demo")
     rows = _Cells(report.comparison_table(report.compare("x", res, paper=PAPER), "T2").styler.to_html()).rows
     assert rows == [["Ranker", "paper", "0.800", "0.700"], ["ours · demo", "0.810", ""], ["Δ", "+0.010", ""]]
+
+
+def test_no_local_path_reaches_a_table_legend():
+    res = results(("T1", "Ours-paper", "A", 70.0, "reproduced"), profile="demo",
+                  data="real data from /home/someone/shared/data; STS pairs scored: STS12 3,108",
+                  note="read /tmp/x/cache/model.bin")
+    html = report.comparison_table(report.compare("x", res, paper=PAPER), "T1").to_html()
+    assert "/home/someone" not in html and "/tmp/x" not in html
+    assert "Data: real data from …/data; STS pairs scored: STS12 3,108." in html and "read …/model.bin" in html
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("real data from /home/me/shared/data", "real data from …/data"),
+        ("FileNotFoundError: '/tmp/out/results/x.csv'", "FileNotFoundError: '…/x.csv'"),
+        ("~/data/snli and C:\\Users\\me\\data", "…/snli and …/data"),
+        ("file:///srv/book/index.html", "…/index.html"),
+        # not paths: relative folders, URLs, units and ratios, HTML closing tags
+        ("data/samples, https://example.org/a/b, 3 pairs/s, 1/2, and/or, </td>", None),
+    ],
+)
+def test_public_text_cuts_absolute_paths_to_their_last_part(text, expected):
+    assert report.public_text(text) == (text if expected is None else expected)
+
+
+def test_public_text_names_known_paths_first():
+    known = {"/work/proj": ".", "/work/proj/data/samples": "data/samples", "/mnt/shared/data": "$SENTCL_DATA",
+             "/work/proj/runs/demo": "<out>"}
+    text = "/mnt/shared/data/snli; /work/proj/data/samples; /work/proj/.venv/lib/x.py:3; /work/proj/runs/demo/a; /work/projx/y"
+    assert report.public_text(text, known) == "$SENTCL_DATA/snli; data/samples; ./.venv/lib/x.py:3; <out>/a; …/y"
+    assert report.public_text('<a href="/work/proj/x">/elsewhere/y</a>', known, generic=False) == '<a href="./x">/elsewhere/y</a>'
+
 
 
 def test_averages_chart_and_save_figure(tmp_path, monkeypatch):
@@ -224,6 +305,6 @@ def test_chapter_run_on_real_data_does_not_warn(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run = C.ChapterRun("mnrl_sbert", profile="demo", data_dir=tmp_path, out_dir=tmp_path / "out")
-    assert run.kind == "reproduced" and run.data.describe() == f"real data from {tmp_path.resolve()}"
+    assert run.kind == "reproduced" and run.data.describe().startswith("real data")
     with pytest.raises(ConfigError, match="unknown chapter"):
         C.ChapterRun("mnrl", profile="demo", data_dir=tmp_path, out_dir=tmp_path)

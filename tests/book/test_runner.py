@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -13,6 +16,7 @@ from sentcl import cli
 from sentcl.book import runner
 from sentcl.book.chapter import DataChoice
 from sentcl.errors import ConfigError
+from sentcl.progress import LABEL_ENV, PROGRESS_ENV
 
 PARAMS = 'profile = "demo"\ndata_dir = None\nout_dir = "runs/manual"\nseed = 0\nlr = 2e-5\nepochs = 1\nuse_fp16 = False\nmodel = "tiny"\nlayers = [1, 2]\nextra = None'
 PROFILES = "smoke: {epochs: 2, model: tiny-random}\ndemo: {}\npaper: {lr: 3.0e-5, use_fp16: true, layers: [12]}\n"
@@ -166,6 +170,8 @@ def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, monke
     write_notebook(root / "notebooks" / "bsc.ipynb", cells=["x = 1", "y = x + seed\nz = y / 0\nprint(z)"])
     write_notebook(root / "notebooks" / "rcl.ipynb", cells=["import os\nprint(profile, os.environ['SENTCL_RUN_ID'])"])
     monkeypatch.chdir(root)
+    for name in (PROGRESS_ENV, LABEL_ENV):
+        monkeypatch.delenv(name, raising=False)
     out = tmp_path / "out"
     status = cli.main(["reproduce", "--profile", "smoke", "--out", str(out), "--no-book", "-p", "seed", "5"])
     captured = capsys.readouterr()
@@ -184,6 +190,30 @@ def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, monke
     assert records["rcl"]["status"] == "ok" and records["rcl"]["parameters"]["seed"] == 5 and records["rcl"]["seed"] == 5
     assert records["rcl"]["parameters"]["epochs"] == 2  # from the smoke profile
     assert records["rcl"]["peak_memory_mb"] > 10 and records["rcl"]["config"]["sample"] is True
+    assert PROGRESS_ENV not in os.environ and LABEL_ENV not in os.environ  # set for the kernels only
+
+
+def test_progress_inside_a_cell_reaches_the_terminal_not_the_notebook(tmp_path):
+    """A bar drawn by a cell (training, encoding) shows on the terminal running sentcl reproduce,
+    named by its chapter, and the executed notebook keeps only the cell's own output. Run as a
+    separate process without pytest's marker, so that the kernel captures its descriptor 2 into
+    the notebook as it does under `make book`."""
+    root = make_project(tmp_path / "proj")
+    cell = ("from sentcl.progress import progress_bar\n"
+            "for _ in progress_bar(range(7), desc='inner work', unit='step', mininterval=0):\n    pass\n"
+            "print('cell done')")
+    write_notebook(root / "notebooks" / "bsc.ipynb", cells=[cell])
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_CURRENT_TEST", PROGRESS_ENV, LABEL_ENV)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--out", str(out), "--no-book", "--only", "bsc"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "bsc · inner work" in proc.stderr and "7/7" in proc.stderr
+    executed = nbformat.read(out / "notebooks" / "bsc.ipynb", as_version=4)
+    outputs = json.dumps([c.get("outputs", []) for c in executed.cells if c.cell_type == "code"])
+    assert "cell done" in outputs and "inner work" not in outputs and "7/7" not in outputs
 
 
 def test_demo_without_a_data_root_warns_that_it_falls_back_to_sample_data(tmp_path, monkeypatch, capsys):

@@ -64,7 +64,10 @@ def test_config_reads_offline_and_never_executes():
     assert config["execute"]["execute_notebooks"] == "off"
     sphinx = config["sphinx"]["config"]
     assert not sphinx["mathjax_path"].startswith(("http:", "https:", "//"))
-    assert sphinx["html_static_path"] == ["book/_vendor"] and "_static" not in sphinx["html_static_path"][0]
+    assert sphinx["html_static_path"] == ["book/_vendor", "book/_static"]  # MathJax, then the book's stylesheet
+    assert sphinx["html_css_files"] == ["sentcl.css"] and (ROOT / "book" / "_static" / "sentcl.css").is_file()
+    css = (ROOT / "book" / "_static" / "sentcl.css").read_text()
+    assert not re.search(r"url\(|@import", css)  # nothing fetched from elsewhere
     assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
     assert config["repository"]["url"].startswith("https://github.com/")
 
@@ -80,7 +83,10 @@ def test_stage_without_any_run(tmp_path):
         assert "No results in this build" in results
     mnrl = (src / site.GENERATED / "mnrl_sbert" / "results.md").read_text()
     assert "paper [#] (cited)" in mnrl and "MNRLSRoBERTa" in mnrl and "ours ·" not in mnrl
-    assert "| [mnrl_sbert](../mnrl_sbert.md) | — | 208 | 0 |" in (src / site.GENERATED / "scorecard.md").read_text()
+    scorecard = (src / site.GENERATED / "scorecard.md").read_text()
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | not run | 208 | 0 | — | — | — | — | — | 208 | 0 |" in scorecard
+    for chapter in ("bsc", "rcl", "ifcl"):  # placeholders: no paper values, no run
+        assert f"| [{chapter}](../{chapter}.md) | not run | 0 | 0 | — | — | — | — | — | 0 | 0 |" in scorecard
     assert "No chapter has run" in (src / site.GENERATED / "timings.md").read_text()
     assert "No run records" in (src / site.GENERATED / "environment.md").read_text()
     config = yaml.safe_load((src / "_config.yml").read_text())
@@ -96,6 +102,159 @@ def _state(chapter: str, profile: str | None, sample: bool, ran: bool = True) ->
     record = RunRecord(kind="notebook", name=chapter, chapter=chapter, profile=profile, run_id="r", started="t",
                        config={"sample": sample}) if ran else None
     return site.ChapterState(chapter, CHAPTERS[chapter], True, None, record, compare(chapter, load_results("/nonexistent")))
+
+
+FAKE_DATA = "/nonexistent-sentcl/someone/shared/data"  # a real data root on "the build machine"
+
+
+def demo_output(out: Path, profile: str = "demo", values: dict | None = None) -> Path:
+    """An output folder as a demo run on real data leaves it: results within a few tenths of the
+    paper's (by coincidence), a notebook run record and a data_used file naming the data root."""
+    from sentcl.book.records import RunRecord, write_run_record
+    from sentcl.book.results import Result, save_results
+
+    values = values or {("Table 2", "MNRLSBERT"): 78.5, ("Table 2", "SBERT"): 74.9, ("Table 1", "MNRLSBERT"): 78.5}
+    data = f"real data from {FAKE_DATA}; STS pairs scored: STSb 1,379"
+    save_results(out, "mnrl_sbert", [
+        Result(table=t, row=r, column="Average", value=v, seeds=(0,), profile=profile, kind="reproduced", data=data,
+               note=f"all-MiniLM-L6-v2 stands in for bert-base-uncased; cache {out}/cache")
+        for (t, r), v in values.items()
+    ], run_id="run-1")
+    write_run_record(out, RunRecord(kind="notebook", name="mnrl_sbert", chapter="mnrl_sbert", profile=profile,
+                                    run_id="run-1", started="2026-01-01T00:00:00+00:00", wall_time_s=60.0,
+                                    config={"data_root": FAKE_DATA, "sample": False, "executed": str(out / "x.ipynb")}))
+    (out / "data_used").mkdir(parents=True, exist_ok=True)
+    (out / "data_used" / "mnrl_sbert.json").write_text(json.dumps(
+        {"chapter": "mnrl_sbert", "run_id": "run-1", "profile": profile, "data_root": FAKE_DATA, "sample": False,
+         "datasets": [{"name": "stsbenchmark", "split": "test", "records": 1379, "sample": False, "dropped": {}}]}))
+    return out
+
+
+def executed_notebook(path: Path, out: Path) -> Path:
+    """A small notebook as papermill leaves it: parameters, the injected cell with local paths,
+    the title, and outputs that print the paths."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('profile = "paper"\ndata_dir = None\nout_dir = "runs/paper"\nseed = 0')
+    params.metadata["tags"] = ["parameters"]
+    injected = nbformat.v4.new_code_cell(
+        f'# Parameters\nprofile = "demo"\ndata_dir = "{FAKE_DATA}"\nout_dir = "{out}"\nbase_models = {{"BERT": "m"}}\n')
+    injected.metadata["tags"] = ["injected-parameters"]
+    code = nbformat.v4.new_code_cell("print(run.data.describe())")
+    code.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text=f"profile demo: real data from {FAKE_DATA}\n"),
+        nbformat.v4.new_output("stream", name="stderr", text=f"{out}/cache/x.py:3: UserWarning: careful\n"),
+        nbformat.v4.new_output("display_data", data={
+            "text/html": f'<div class="sentcl-table full-width"><ul><li>Data: real data from {FAKE_DATA}.</li></ul></div>',
+            "text/plain": f"<table from {FAKE_DATA}>"}),
+    ]
+    nb.cells = [params, injected, nbformat.v4.new_markdown_cell("# A small chapter\n\nIts story comes first."), code]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["papermill"] = {"parameters": {"profile": "demo", "data_dir": FAKE_DATA, "out_dir": str(out)},
+                                "input_path": "notebooks/mnrl_sbert.ipynb", "output_path": str(path)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def test_the_staged_notebook_opens_with_its_title_and_names_no_local_path(tmp_path):
+    import nbformat
+
+    out = tmp_path / "out"
+    executed = executed_notebook(out / "notebooks" / "mnrl_sbert.ipynb", out)
+    known = {str(out): site.OUT_LABEL, FAKE_DATA: site.DATA_ROOT_LABEL}
+    staged = nbformat.read(site.stage_notebook(executed, tmp_path / "staged.ipynb", known), as_version=4)
+    title, params, note, code = staged.cells
+    assert title.cell_type == "markdown" and title.source.startswith("# A small chapter")
+    assert "parameters" in params.metadata["tags"] and "hide-input" in params.metadata["tags"]  # collapsed, one click away
+    assert params.metadata["mystnb"]["code_prompt_show"].startswith("Show the parameters cell")
+    assert note.cell_type == "markdown" and ":class: dropdown" in note.source
+    assert "profile demo" in note.source and 'data_dir = "$SENTCL_DATA"' in note.source and 'out_dir = "<out>"' in note.source
+    assert 'base_models = {"BERT": "m"}' in note.source
+    text = json.dumps(staged)
+    assert FAKE_DATA not in text and str(tmp_path) not in text and "nonexistent-sentcl" not in text
+    assert code.outputs[0]["text"] == "profile demo: real data from $SENTCL_DATA\n"
+    assert code.outputs[1]["text"].startswith("<out>/cache/x.py:3")
+    assert 'class="sentcl-table"' in code.outputs[2]["data"]["text/html"]  # an old full-width table: not under the panel
+    assert staged.metadata["papermill"]["parameters"] == {"profile": "demo", "data_dir": "$SENTCL_DATA", "out_dir": "<out>"}
+    original = nbformat.read(executed, as_version=4)  # the executed notebook itself is untouched
+    assert "parameters" in original.cells[0].metadata["tags"] and FAKE_DATA in original.cells[1].source
+
+
+def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_path):
+    from sentcl.book.report import COLOURS
+
+    out = demo_output(tmp_path / "out")
+    (mnrl,) = [s for s in site.chapter_states(ROOT, out) if s.chapter == "mnrl_sbert"]
+    assert mnrl.ran and mnrl.miniature and not mnrl.sample and mnrl.profiles == ["demo"]
+    scorecard = site.scorecard(site.chapter_states(ROOT, out))
+    # 3 cells computed, the MNRLSBERT-above-SBERT ordering of Table 2 checked and holding; no agreement counted
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 1 | 1 | — | — | — | 205 | 0 |" in scorecard
+    results = site.chapter_results(mnrl)
+    assert "**A miniature** (demo profile)" in results and "Table 2: 1 of 1 hold" in results
+    for page in (scorecard, results):
+        assert not any(colour in page for colour in COLOURS.values()) and "background-color" not in page
+    # the same numbers from a paper-profile run are judged: they agree
+    paper = demo_output(tmp_path / "paper", profile="paper")
+    (judged,) = [s for s in site.chapter_states(ROOT, paper) if s.chapter == "mnrl_sbert"]
+    assert not judged.miniature
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 1 | 1 | 3 | 0 | 0 | 205 | 0 |" in site.scorecard([judged])
+    assert COLOURS["agrees"] in site.chapter_results(judged) and "A miniature" not in site.chapter_results(judged)
+
+
+def test_pages_name_the_data_root_not_its_local_path(tmp_path):
+    out = demo_output(tmp_path / "out")
+    failed = json.loads(next((out / "records").glob("*.json")).read_text())
+    failed.update(status="failed", error=f"FileNotFoundError: {FAKE_DATA}/snli/train.jsonl")
+    (out / "records" / "notebook-mnrl_sbert-run-1.json").write_text(json.dumps(failed))
+    states = site.chapter_states(ROOT, out)
+    known = site.local_paths(ROOT, out, states)
+    pages = {
+        "datasets": site.datasets(states, ROOT),
+        "results": site.chapter_results(states[0], known),
+        "scorecard": site.scorecard(states, known),
+        "environment": site.environment_page(read_run_records(out / "records"), known),
+    }
+    for name, page in pages.items():
+        assert "nonexistent-sentcl" not in page and str(tmp_path) not in page, name
+    assert "`$SENTCL_DATA` (the real data root, a folder named `data`)" in pages["datasets"]
+    assert r"real data from \$SENTCL_DATA" in pages["results"] or "real data from $SENTCL_DATA" in pages["results"]
+    assert r"\$SENTCL_DATA/snli/train.jsonl" in pages["results"] and r"\$SENTCL_DATA/snli" in pages["environment"]
+    assert "cache &lt;out&gt;/cache" in pages["results"]  # in the legend (HTML)
+
+
+def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colours_nothing(tmp_path):
+    """The whole book from a demo-profile output folder with a small executed notebook: the
+    notebook's page opens with its title (the parameters collapsed under it, the injected values
+    in a closed note), no published file names the data root's or the output folder's local path,
+    and the miniature's cells, close to the paper's by coincidence, are not coloured anywhere."""
+    from sentcl.book.report import COLOURS
+
+    needs_mathjax()
+    out = demo_output(tmp_path / "out")
+    executed_notebook(out / "notebooks" / "mnrl_sbert.ipynb", out)
+    html_root = site.build(site.stage(ROOT, out), tmp_path / "book")
+    published = [p for p in html_root.rglob("*") if p.is_file() and p.suffix in (".html", ".md", ".ipynb", ".txt")]
+    assert published
+    for path in published:
+        text = path.read_text(errors="replace")
+        assert "nonexistent-sentcl" not in text and str(tmp_path) not in text, path.relative_to(html_root)
+    notebook = (html_root / "notebooks" / "mnrl_sbert.html").read_text()
+    article = notebook[notebook.index('<article class="bd-article"'):]
+    assert article.index("<h1") < article.index('class="cell') and "A small chapter" in article[: article.index('class="cell')]
+    assert "tag_hide-input" in article and "The parameters of this run (profile demo)" in article and "dropdown" in article
+    assert "Show the parameters cell" in article
+    assert "$SENTCL_DATA" in article and "real data from $SENTCL_DATA" in html.unescape(article)
+    for page in ("book/mnrl_sbert.html", "book/_generated/scorecard.html", "notebooks/mnrl_sbert.html"):
+        text = (html_root / page).read_text()
+        assert not any(colour in text for colour in COLOURS.values()), page
+    scorecard = html.unescape((html_root / "book" / "_generated" / "scorecard.html").read_text())
+    assert "demo (miniature)" in scorecard and "Table 2: 1 of 1 hold" in scorecard
+    assert 'href="../../_static/sentcl.css' in scorecard and (html_root / "_static" / "sentcl.css").is_file()
+    assert "bd-sidebar-secondary" not in scorecard  # the wide page has no contents panel
+    assert "bd-sidebar-secondary" in (html_root / "book" / "mnrl_sbert.html").read_text()
 
 
 def test_the_banner_says_when_chapters_ran_on_sample_data():
@@ -182,12 +341,35 @@ def test_the_mnrl_sbert_chapter_regenerates_its_tables_figures_and_conclusions(s
     assert sorted(p.stem for p in (out / "figures" / "mnrl_sbert").glob("*.png")) == ["figure-6a", "figure-6b", "figure-7a", "figure-7b"]
     page = html.unescape((out / "_build" / "html" / "book" / "mnrl_sbert.html").read_text())
     assert "Assumptions and deviations" in page and "Table 1: paper vs ours" in page and "Table 2: paper vs ours" in page
-    assert page.count("ours · sample data") == len(computed["Table 1"]) + len(computed["Table 2"])
+    assert page.count("ours · sample data</th>") == len(computed["Table 1"]) + len(computed["Table 2"])
+    assert "background-color" not in page.split("Assumptions and deviations")[0]  # a miniature: nothing coloured
     assert "paper [#] (cited)" in page and "SimCSE-RoBERTa" in page
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "mnrl_sbert.html").read_text())
     assert "Central claim, BERT (tiny, smoke profile):" in notebook and "orderings of two rows" in notebook
     assert "T4 time (h, estimate)" in notebook  # the cost table, read from benchmarks/results
     assert "Traceback" not in notebook
+
+
+def test_no_built_page_names_a_local_path(smoke_book):
+    """The published files (pages, the sources and notebooks offered for download) never name the
+    checkout, the output folder or the sample data by their local paths; the executed notebook's
+    page opens with its title, its parameters collapsed below it."""
+    from sentcl.data import samples_root
+
+    project, out, status, output = smoke_book
+    assert status == 0, output
+    html_root = out / "_build" / "html"
+    local = {str(project), str(out), str(ROOT), str(samples_root()), str(Path.home())} - {"/"}
+    files = [p for p in html_root.rglob("*") if p.suffix in (".html", ".md", ".ipynb", ".txt", ".js") and p.is_file()]
+    files = [p for p in files if "_static" not in p.parts]
+    leaks = {str(p.relative_to(html_root)): sorted(d for d in local if d in p.read_text(errors="replace")) for p in files}
+    assert not {k: v for k, v in leaks.items() if v}
+    for chapter in CHAPTERS:
+        if (out / "notebooks" / f"{chapter}.ipynb").is_file():
+            page = (html_root / "notebooks" / f"{chapter}.html").read_text()
+            article = page[page.index('<article class="bd-article"'):]
+            assert article.index("<h1") < article.index('class="cell')  # the title before any code
+            assert "tag_hide-input" in article and "The parameters of this run (profile smoke)" in article
 
 
 def test_the_built_pages_need_nothing_from_the_network(smoke_book):
@@ -222,11 +404,23 @@ async function check(url) {
   const maths = [...d.querySelectorAll('.math')];
   for (let i = 0; maths.length && i < 200 && !(w.MathJax && w.MathJax.startup && w.MathJax.startup.promise); i++) await wait(50);
   if (w.MathJax && w.MathJax.startup && w.MathJax.startup.promise) await w.MathJax.startup.promise;
+  const side = d.querySelector('.bd-sidebar-secondary');
+  const sideLeft = side && side.getClientRects().length ? side.getBoundingClientRect().left : null;
+  const tables = [...d.querySelectorAll('.sentcl-table, .sentcl-wide')].map(e => {
+    const r = e.getBoundingClientRect();
+    const t = e.querySelector('table');
+    return {caption: ((e.querySelector('caption, th') || {}).textContent || '').trim().slice(0, 60),
+            table: t ? Math.round(t.getBoundingClientRect().width) : 0, box: e.clientWidth,
+            left: Math.round(r.left), right: Math.round(r.right),
+            cols: t && t.rows.length > 2 ? [...t.rows[2].cells].map(c => Math.round(c.getBoundingClientRect().width)) : []};
+  });
   const body = d.body.cloneNode(true);
   body.querySelectorAll('script, style, pre, code, .highlight, mjx-container').forEach(e => e.remove());
   const text = body.textContent;
   return {
     url, title: d.title, h1: (d.querySelector('h1') || {}).textContent || '',
+    width: w.innerWidth, sidebar: sideLeft, tables,
+    first: (() => { const a = d.querySelector('article.bd-article'); const f = a && [...a.querySelectorAll('h1, .cell, p')].find(e => e.getClientRects().length); return f ? f.tagName + ' ' + f.className : ''; })(),
     images: [...d.images].map(i => ({src: i.getAttribute('src'), width: i.naturalWidth})),
     math: maths.length, typeset: maths.filter(m => m.querySelector('mjx-container')).length,
     raw: ['\\\\(', '\\\\['].filter(s => text.includes(s)),
@@ -305,9 +499,19 @@ def test_pages_render_in_headless_chromium(smoke_book, tmp_path):
         assert page["typeset"] == page["math"], f"{page['url']}: {page['math'] - page['typeset']} formulas not typeset"
         assert not page["raw"], f"{page['url']}: raw TeX delimiters {page['raw']} left in the text"
         assert not page["foreign"], f"{page['url']} loaded resources from elsewhere: {page['foreign']}"
+        assert page["width"] == 1280
+        for table in page["tables"]:  # at 1280 px: the whole table (its Average column) shows, no sideways scroll
+            assert table["table"] <= table["box"] + 1, f"{page['url']}: {table['caption']!r} is cut at the right edge: {table}"
+            assert page["sidebar"] is None or table["right"] <= page["sidebar"] + 1, (
+                f"{page['url']}: {table['caption']!r} runs under the contents panel at x={page['sidebar']}: {table}")
+            assert table["right"] <= page["width"], f"{page['url']}: {table['caption']!r} is wider than the window"
     by_url = {c["url"]: c for c in checked}
     for chapter in CHAPTERS:
         assert by_url[f"/book/{chapter}.html"]["math"] > 0  # every chapter page states its equation
+        assert by_url[f"/notebooks/{chapter}.html"]["first"].startswith("H1")  # the title first, then the code
+    scorecard = by_url["/book/_generated/scorecard.html"]
+    assert scorecard["sidebar"] is None and len(scorecard["tables"]) >= 1  # no contents panel over the summary
+    assert by_url["/book/mnrl_sbert.html"]["tables"], "the chapter's tables were not found"
     with_figures = {p.parent.name for p in (out / "figures").glob("*/*.png")}
     for chapter in with_figures:
         images = by_url[f"/book/{chapter}.html"]["images"]

@@ -57,7 +57,8 @@ class DataChoice:
     warning: str | None = None
 
     def describe(self) -> str:
-        return "sample data (data/samples)" if self.sample else f"real data from {self.root}"
+        # no machine path: it goes into results files and onto published pages
+        return "sample data (data/samples)" if self.sample else f"real data from the data root ($SENTCL_DATA, folder '{self.root.name}')"
 
 
 def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> DataChoice:

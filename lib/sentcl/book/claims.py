@@ -5,6 +5,9 @@ refute) what the paper concludes from them: that one method beats another. :func
 takes every pair of rows of a table that the paper reports and we computed, and says for each
 whether our values order them as the paper's do; :meth:`Ordering.sentence` writes that as a
 sentence, so a chapter states its conclusions from its numbers rather than typing them.
+:func:`table_orderings` and :func:`ordering_counts` do it for every table that has the column,
+for the book's scorecard: what a miniature run can test, where agreement of its numbers with
+the paper's would be coincidence.
 """
 
 from __future__ import annotations
@@ -74,4 +77,20 @@ def orderings(compared: pd.DataFrame, table: str, column: str = "Average") -> li
     return out
 
 
-__all__ = ["Ordering", "orderings"]
+def table_orderings(compared: pd.DataFrame, column: str = "Average") -> dict[str, list[Ordering]]:
+    """:func:`orderings` of every table of ``compared`` that has ``column``, by table in order
+    (a table without that column is left out; one with fewer than two computed rows has none)."""
+    found = {}
+    for table in dict.fromkeys(compared["table"]):
+        if ((compared["table"] == table) & (compared["column"] == column)).any():
+            found[table] = orderings(compared, table, column)
+    return found
+
+
+def ordering_counts(compared: pd.DataFrame, column: str = "Average") -> tuple[int, int]:
+    """(orderings this run computed, orderings that hold), over every table with ``column``."""
+    found = [o for table in table_orderings(compared, column).values() for o in table]
+    return len(found), sum(o.holds for o in found)
+
+
+__all__ = ["Ordering", "ordering_counts", "orderings", "table_orderings"]

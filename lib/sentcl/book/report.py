@@ -6,10 +6,18 @@ the paper's columns), with three lines per reproduced row -- the paper's value, 
 the difference Δ = ours − paper -- and one line, labelled *cited*, for each row we do not
 recompute; :func:`averages_chart` draws the paper's and our averages side by side.
 
-Agreement is judged in points on a 0–100 scale (a difference of 0.01 on a [0, 1] metric
-is 1 point): ``|Δ| ≤ thresholds[0]`` agrees (green), ``≤ thresholds[1]`` is close
-(amber), anything larger differs (red). Results computed on the project's sample data
-are shown in grey and never judged: they say nothing about the paper.
+Agreement is judged only where it means something: for cells of a run with the paper's
+model and data (profile ``paper``, kind ``reproduced``, see :func:`judged`). There it is
+measured in points on a 0–100 scale (a difference of 0.01 on a [0, 1] metric is 1 point):
+``|Δ| ≤ thresholds[0]`` agrees (green), ``≤ thresholds[1]`` is close (amber), anything
+larger differs (red). A miniature -- the demo profile (a small stand-in encoder, already
+trained on other data, fine-tuned on a subset), the smoke profile or any run on the
+project's sample data -- shows its Δ uncoloured and is never counted as agreeing or not:
+how close its numbers come to the paper's is coincidence. What a miniature can test is
+the paper's ordering of its rows (:mod:`sentcl.book.claims`).
+
+Text that ends up on a published page (the data a row was computed on, notes) goes
+through :func:`public_text`, which replaces local absolute paths.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -33,9 +41,15 @@ COLOURS = {
     "agrees": "#c8e6c9",
     "close": "#ffe3a3",
     "differs": "#f6b8b8",
-    "sample-data": "#e2e2e2",
 }
+JUDGED_PROFILE = "paper"  # the only profile that runs the paper's models on the paper's data
 _MARKER = re.compile(r"^\[[^\]]+\]")  # the paper's citation marker, e.g. "[#]" in "[#] Gao et al. (2021)"
+
+
+def judged(profile: object, status: object) -> bool:
+    """Whether a cell's agreement with the paper means something: computed by a run with the
+    paper's model and data (profile ``paper``) on real data (kind ``reproduced``)."""
+    return profile == JUDGED_PROFILE and status == "reproduced"
 
 
 def agreement(points: float, thresholds: Sequence[float] = THRESHOLDS) -> str | None:
@@ -61,9 +75,10 @@ def compare(
     chapters are ignored), ``paper`` the paper values (default: the chapter's file).
     Columns: chapter, table, row, column, paper_value, scale, source, value, std, seeds,
     profile, kind, data, note, run_id, delta (ours − paper, in the paper's units),
-    points (delta on a 0–100 scale), status and agreement. ``status`` is ``cited`` for a
-    paper cell we have no result for, else the result's kind (``reproduced`` or
-    ``sample-data``); ``agreement`` is set only for reproduced cells the paper reports.
+    points (delta on a 0–100 scale), status, judged and agreement. ``status`` is ``cited``
+    for a paper cell we have no result for, else the result's kind (``reproduced`` or
+    ``sample-data``); ``judged`` (:func:`judged`) is True for cells of a paper-profile run
+    on real data, and ``agreement`` is set only for judged cells the paper reports.
     Order: the paper's tables, rows and columns, then what only we have.
     """
     paper = paper_values(chapter) if paper is None else paper
@@ -85,9 +100,8 @@ def compare(
     merged["delta"] = merged["value"] - merged["paper_value"]
     merged["points"] = merged["delta"] * 100.0 / merged["scale"]
     merged["status"] = merged["kind"].where(merged["_merge"] != "left_only", "cited")
-    merged["agreement"] = [
-        agreement(p, thresholds) if s == "reproduced" else None for p, s in zip(merged["points"], merged["status"])
-    ]
+    merged["judged"] = [judged(p, s) for p, s in zip(merged["profile"], merged["status"])]
+    merged["agreement"] = [agreement(p, thresholds) if j else None for p, j in zip(merged["points"], merged["judged"])]
     merged = merged.drop(columns="_merge")
     return _in_paper_order(merged, paper, ours)
 
@@ -143,7 +157,7 @@ class ComparisonTable:
     def to_html(self) -> str:
         items = "".join(f"<li>{html.escape(item)}</li>" for item in self.legend)
         return (
-            '<div class="sentcl-table full-width" style="overflow-x: auto; font-size: 0.85em">'
+            '<div class="sentcl-table" style="overflow-x: auto">'
             + self.styler.to_html()
             + f'<ul class="sentcl-legend">{items}</ul></div>'
         )
@@ -164,8 +178,10 @@ def comparison_table(
     paper cites it) and, when we reproduced the row, ``ours · <profile>`` (± std over
     seeds) and ``Δ``, coloured by agreement; a row we do not recompute shows only
     ``paper (cited)`` (a value the paper cites from another paper) or ``paper (not run)``
-    (one of the paper's own rows this run did not compute); a row only we have shows only ours. The legend explains markers,
-    colours, the data used and any notes.
+    (one of the paper's own rows this run did not compute); a row only we have shows only ours.
+    Only the cells of a paper-profile run on real data are coloured (:func:`judged`); a
+    miniature's Δ stays uncoloured. The legend explains markers, colours, the data used and
+    any notes.
     """
     part = compared[compared["table"] == table]
     frame = comparison_frame(compared, table)
@@ -201,10 +217,8 @@ def comparison_table(
                 text.loc[(row, line), col] = f"{cell.value:.{digits}f}{std}"
             elif line == "Δ" and not math.isnan(cell.delta):
                 text.loc[(row, line), col] = f"{cell.delta:+.{digits}f}".replace("-", "−")
-            if line in ("ours", "Δ") and cell.status != "cited":
-                key = cell.agreement if cell.status == "reproduced" else cell.status
-                if key in COLOURS:
-                    css.loc[(row, line), col] = f"background-color: {COLOURS[key]}; color: #111"
+            if line in ("ours", "Δ") and cell.judged and cell.agreement in COLOURS:
+                css.loc[(row, line), col] = f"background-color: {COLOURS[cell.agreement]}; color: #111"
     text.index = pd.MultiIndex.from_tuples(
         [(row, label) for (row, _), label in zip(frame.index, labels)], names=["model", ""]
     )
@@ -215,9 +229,10 @@ def comparison_table(
         .set_uuid(_slug(f"{part['chapter'].iloc[0]}-{table}"))
         .set_table_attributes('class="sentcl-comparison"')
         .set_table_styles(
-            [
-                {"selector": "td", "props": "text-align: right; white-space: nowrap; padding: 0.15em 0.5em"},
-                {"selector": "th", "props": "text-align: left; vertical-align: top; white-space: nowrap; padding: 0.15em 0.5em"},
+            [  # compact, so that a paper's table fits a book page beside both sidebars (book/_static/sentcl.css)
+                {"selector": "td", "props": "text-align: right; vertical-align: top; white-space: nowrap; padding: 0.1em 0.25em"},
+                {"selector": "th", "props": "text-align: left; vertical-align: top; white-space: nowrap; padding: 0.1em 0.3em"},
+                {"selector": "th.row_heading.level0", "props": "white-space: normal; min-width: 5em; width: 7em"},
                 {"selector": "caption", "props": "caption-side: top; font-weight: bold; text-align: left"},
                 {"selector": "", "props": "margin-left: 0"},
             ]
@@ -227,7 +242,7 @@ def comparison_table(
 
 
 def legend(part: pd.DataFrame, thresholds: Sequence[float] = THRESHOLDS) -> list[str]:
-    """The lines under a comparison table: citations, colours, data used, notes."""
+    """The lines under a comparison table: citations, colours (or why there are none), data used, notes."""
     good, fair = thresholds
     items = []
     sources = dict.fromkeys(s for s in part["source"] if s)
@@ -235,30 +250,53 @@ def legend(part: pd.DataFrame, thresholds: Sequence[float] = THRESHOLDS) -> list
         items.append("Cited by the paper: " + "; ".join(sources) + ".")
     items.append(
         "paper (cited): a value the paper cites from the work marked, not recomputed here; "
-        "paper (not run): the paper's own result, not computed by this run. Δ = ours − paper; "
-        f"green |Δ| ≤ {good:g}, amber ≤ {fair:g}, red > {fair:g} points on a 0–100 scale; "
-        "grey: sample data, not comparable with the paper."
+        "paper (not run): the paper's own result, not computed by this run. Δ = ours − paper."
     )
     done = part[part["status"] != "cited"]
+    if done["judged"].astype(bool).any():
+        items.append(
+            f"Agreement (paper-profile runs: the paper's models on the paper's data): green |Δ| ≤ {good:g}, "
+            f"amber ≤ {fair:g}, red > {fair:g} points on a 0–100 scale."
+        )
+    miniature = done[~done["judged"].astype(bool)]
+    if len(miniature):
+        if (miniature["status"] == "sample-data").any():
+            items.append(
+                "ours · sample data: computed on the project's sample data, which tests the code; "
+                "its numbers say nothing about the paper, so Δ is not coloured."
+            )
+        profiles = sorted(set(miniature.loc[miniature["status"] != "sample-data", "profile"].dropna()))
+        if profiles:
+            items.append(
+                f"ours · {', '.join(profiles)}: a miniature run (a smaller stand-in encoder, already trained on other "
+                "data, fine-tuned on a fraction of the paper's training data), not the paper's setup. How close its numbers "
+                "come to the paper's is coincidence, so Δ is not coloured as agreement; what a miniature can test "
+                "is the paper's ordering of its rows."
+            )
     for data in dict.fromkeys(done["data"].dropna()):
         if data:
-            items.append(f"Data: {data}.")
+            items.append(f"Data: {public_text(data)}.")
     for row, note in dict.fromkeys(zip(done["row"], done["note"].fillna(""))):
         if note:
-            items.append(f"{row}: {note}")
+            items.append(f"{row}: {public_text(note)}")
     return items
 
 
 def summary(compared: pd.DataFrame) -> dict[str, int]:
-    """Counts of a comparison: paper cells, reproduced, by agreement, sample-data, cited, ours only."""
+    """Counts of a comparison: the paper's cells, those this run computed, and of those the
+    judged ones (:func:`judged`) by agreement and the miniature ones (not judged); the
+    paper's cells we did not compute (cited), and the cells only we have."""
     in_paper = compared["paper_value"].notna()
+    computed = in_paper & (compared["status"] != "cited")
+    is_judged = compared["judged"].astype(bool)
     counts = {
         "paper cells": int(in_paper.sum()),
-        "reproduced": int((in_paper & (compared["status"] == "reproduced")).sum()),
+        "computed": int(computed.sum()),
+        "judged": int((computed & is_judged).sum()),
     }
     for a in AGREEMENT:
-        counts[a] = int((compared["agreement"] == a).sum())
-    counts["sample data"] = int((in_paper & (compared["status"] == "sample-data")).sum())
+        counts[a] = int((computed & is_judged & (compared["agreement"] == a)).sum())
+    counts["miniature"] = int((computed & ~is_judged).sum())
     counts["cited"] = int((compared["status"] == "cited").sum())
     counts["ours only"] = int((~in_paper).sum())
     return counts
@@ -345,6 +383,37 @@ def figures(out_dir: str | os.PathLike, chapter: str) -> list[dict]:
             info = json.loads(meta.read_text(encoding="utf-8"))
             found.append({"name": meta.stem, "png": png, "svg": meta.with_suffix(".svg"), **info})
     return found
+
+
+# An absolute local path: POSIX (/a/b, ~/a, file:///a) or Windows (C:\\a). Not a URL's path
+# (preceded by ':' or '/'), a ratio or unit (1/2, pairs/s: preceded by a word character),
+# nor an HTML closing tag (</td>).
+_PATH_STOP = r"\s/\\,;:'\"`()\[\]{}<>|*?"
+_LOCAL_PATH = re.compile(
+    rf"(?<![\w.~/\\:<>=@-])(?:file://)?(?:~?/(?:[^{_PATH_STOP}]+/?)+|[A-Za-z]:\\(?:[^{_PATH_STOP}]+\\?)+)"
+)
+
+
+def public_text(text: object, known: Mapping[str, str] | None = None, generic: bool = True) -> str:
+    """``text`` without local absolute paths, for a published page.
+
+    Each path in ``known`` (an absolute path -> the words to show instead, e.g. the data
+    root -> ``$SENTCL_DATA``) is replaced first, the longest first, so a path under a known
+    one keeps its relative part; then, unless ``generic`` is False (HTML, whose attributes
+    may hold paths that are links), any other absolute path becomes ``…/<its last part>``
+    (``/home/me/shared/data`` -> ``…/data``).
+    """
+    text = "" if text is None else str(text)
+    for path in sorted(known or {}, key=len, reverse=True):
+        label = (known or {})[path]
+        path = path.rstrip("/\\") or path
+        text = re.sub(re.escape(path) + r"(?=$|[/\\\s\"',;:)\]}<>`]|\.(?!\w))", lambda _m, label=label: label, text)
+    return _LOCAL_PATH.sub(_last_part, text) if generic else text
+
+
+def _last_part(match: re.Match) -> str:
+    parts = [p for p in re.split(r"[/\\]", match.group(0)) if p and p not in ("~", "file:")]
+    return "…/" + parts[-1] if parts and not parts[-1].endswith(":") else "…"
 
 
 def _marker(source: str) -> str:

@@ -18,10 +18,13 @@ layout for every chapter.
 A name the parameters cell does not define (in a profile file or ``-p NAME VALUE``) is
 an error naming the valid ones, and values are checked against the type of the cell's
 default (``-p`` strings are converted to it). Everything is checked before anything
-runs. Notebooks then run one after another (a progress bar over cells each); a failed
-notebook is reported with its failing cell while the others still run; each writes a
-run record; a summary of wall times follows; then the book is built from the output
-folder (:mod:`sentcl.book.site`). The exit status is 1 when a notebook or the book failed.
+runs. Notebooks then run one after another (a progress bar over cells each); the work
+inside a cell (training steps, long encodings: :func:`sentcl.progress.progress_bar`) shows
+its own bars on this command's terminal, not in the saved notebook, because the kernels
+run with ``$SENTCL_PROGRESS=terminal``. A failed notebook is reported with its failing
+cell while the others still run; each writes a run record; a summary of wall times
+follows; then the book is built from the output folder (:mod:`sentcl.book.site`). The
+exit status is 1 when a notebook or the book failed.
 
 Output folder (``--out``, default ``runs/<profile>``): ``notebooks/`` (executed
 notebooks), ``results/``, ``figures/``, ``data_used/``, ``records/`` and ``book_source/``
@@ -46,6 +49,7 @@ import yaml
 
 from ..errors import ConfigError, SentclError
 from ..paths import project_root
+from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
 from . import site
 from .chapter import CHAPTERS, DataChoice, resolve_data
 from .records import RunRecord, environment, write_run_record
@@ -263,8 +267,10 @@ def execute(plan: Plan, profile: str, data: DataChoice, env: dict[str, Any], cwd
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     probe = _KernelPeakMemory()
     plan.executed.parent.mkdir(parents=True, exist_ok=True)
-    old = os.environ.get(RUN_ID_ENV)
-    os.environ[RUN_ID_ENV] = run_id
+    # the kernel inherits these: its run id, and progress bars drawn on this terminal
+    kernel_env = {RUN_ID_ENV: run_id, PROGRESS_ENV: TERMINAL, LABEL_ENV: plan.chapter}
+    old = {name: os.environ.get(name) for name in kernel_env}
+    os.environ.update(kernel_env)
     t0 = time.perf_counter()
     failure, lines = None, []
     try:
@@ -287,10 +293,11 @@ def execute(plan: Plan, profile: str, data: DataChoice, env: dict[str, Any], cwd
         lines = [failure]
     finally:
         wall = round(time.perf_counter() - t0, 3)
-        if old is None:
-            os.environ.pop(RUN_ID_ENV, None)
-        else:
-            os.environ[RUN_ID_ENV] = old
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     record = RunRecord(
         kind="notebook",
         name=plan.chapter,
@@ -381,7 +388,7 @@ def reproduce(args: argparse.Namespace) -> int:
         if args.overrides and not plans:
             raise ConfigError("-p given but no chapter notebook to run")
         env = environment()
-        print(f"sentcl: profile {args.profile}, data: {data.describe()}, output: {out}, device: {env['device']}")
+        print(f"sentcl: profile {args.profile}, data: {data.describe()}{'' if data.sample else f' at {data.root}'}, output: {out}, device: {env['device']}")
         for i, plan in enumerate(plans, 1):
             print(f"[{i}/{len(plans)}] {plan.chapter}", flush=True)
             outcome = execute(plan, args.profile, data, env, cwd=root / "notebooks")

@@ -9,7 +9,10 @@ that the Colab launch buttons point at the repository's notebooks:
 - ``_config.yml`` (an announcement bar is added when a chapter ran on sample data),
   ``_toc.yml`` and ``book/`` copied from the checkout; ``book/_vendor`` (MathJax) linked;
 - ``notebooks/<chapter>.ipynb``: the executed notebook, or a placeholder page saying why
-  there is none;
+  there is none. The staged copy reads as a page (:func:`stage_notebook`): its title cell
+  comes first, then the parameters cell, collapsed (``hide-input``), then papermill's
+  injected parameters as a collapsed note; local paths in its outputs and metadata are
+  replaced (the notebook in ``notebooks/`` keeps its layout for Colab: parameters first);
 - ``book/_generated/``: per chapter ``<chapter>/results.md`` (run status, every paper
   table beside ours, the run's figures; the chapter page includes it), the scorecard,
   the datasets appendix, the environment page and ``timings.md`` (the introduction
@@ -18,13 +21,24 @@ that the Colab launch buttons point at the repository's notebooks:
 :func:`build` runs ``jupyter-book build`` on those sources without executing anything
 (``execute_notebooks: off``), treating warnings -- broken cross-references included
 (nitpicky) -- as errors.
+
+No page names a path of the machine that built it: the data roots, the output folder and
+the checkout are shown by name (``$SENTCL_DATA``, ``<out>``, ``data/samples``), and any
+other absolute path in a results file, run record or notebook output is cut to its last
+part (:func:`sentcl.book.report.public_text`). Agreement colours and counts appear only for
+runs of the paper's profile (:func:`sentcl.book.report.judged`); for a miniature the
+scorecard counts the paper's orderings that hold (:mod:`sentcl.book.claims`). Pages with
+wide tables (the scorecard, the appendices) have no right-hand contents panel, and
+``book/_static/sentcl.css`` lays the tables out.
 """
 
 from __future__ import annotations
 
+import copy
 import html
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -37,7 +51,7 @@ import pandas as pd
 import yaml
 
 from ..errors import ConfigError, SentclError
-from . import report
+from . import claims, report
 from .chapter import CHAPTERS
 from .records import RunRecord, read_run_records
 from .results import load_results
@@ -45,6 +59,10 @@ from .results import load_results
 GENERATED = Path("book") / "_generated"
 MATHJAX = Path("book") / "_vendor" / "mathjax" / "tex-mml-chtml.js"
 MEASURED_RECORDS = Path("book") / "run_records"  # run records measured elsewhere (e.g. a paper run on a GPU), committed
+DATA_ROOT_LABEL = "$SENTCL_DATA"  # how a page names a real data root (its local path is not published)
+OUT_LABEL = "<out>"  # how a page names the output folder
+WIDE_PAGE = "---\nhtml_theme.sidebar_secondary.remove: true\n---\n\n"  # front matter: no contents panel, full width
+ORDERINGS_COLUMN = "Average"
 
 
 @dataclass
@@ -69,6 +87,61 @@ class ChapterState:
     def sample(self) -> bool:
         ran_on_samples = bool(self.record and self.record.config.get("sample"))
         return ran_on_samples or bool((self.compared["status"] == "sample-data").any())
+
+    @property
+    def profiles(self) -> list[str]:
+        """The profiles of this chapter's results (else of its run record)."""
+        found = sorted(set(self.compared["profile"].dropna()))
+        return found or ([self.record.profile] if self.record and self.record.profile else [])
+
+    @property
+    def miniature(self) -> bool:
+        """Whether this chapter's results come from a miniature (not the paper's model and data),
+        whose agreement with the paper's numbers is not judged."""
+        done = self.compared[self.compared["status"] != "cited"]
+        if len(done):
+            return not bool(done["judged"].astype(bool).all())
+        return bool(self.ran and (self.sample or (self.record and self.record.profile != report.JUDGED_PROFILE)))
+
+    def data_roots(self) -> list[Path]:
+        """The data roots this chapter's run read (its data_used file and run record)."""
+        roots = []
+        if self.data_used and self.data_used.get("data_root"):
+            roots.append(Path(self.data_used["data_root"]))
+        if self.record and self.record.config.get("data_root"):
+            roots.append(Path(self.record.config["data_root"]))
+        return list(dict.fromkeys(roots))
+
+
+def local_paths(root: Path, out: Path, states: list[ChapterState]) -> dict[str, str]:
+    """The local paths a page may meet, each with the words it shows instead
+    (:func:`sentcl.book.report.public_text`): the checkout (``.``), the output folder
+    (``<out>``), the sample data (``data/samples``) and every real data root
+    (``$SENTCL_DATA``)."""
+    from ..data import samples_root
+
+    known: dict[str, str] = {}
+    samples = Path(samples_root())
+    for path, label in ((root, "."), (out, OUT_LABEL), (samples, "data/samples")):
+        known[str(path)] = known[str(Path(path).resolve())] = label
+    for state in states:
+        for data_root in state.data_roots():
+            label = "data/samples" if data_root.resolve() == samples.resolve() else DATA_ROOT_LABEL
+            known[str(data_root)] = known[str(data_root.resolve())] = label
+    return known
+
+
+def data_root_label(data_root: Path, root: Path | None = None) -> str:
+    """How a page names a data root: ``data/samples`` for the project's sample data, a path
+    relative to the checkout for one inside it, else ``$SENTCL_DATA`` and the folder's name."""
+    from ..data import samples_root
+
+    resolved = Path(data_root).resolve()
+    if resolved == Path(samples_root()).resolve():
+        return "`data/samples` (the project's sample data)"
+    if root is not None and resolved.is_relative_to(Path(root).resolve()):
+        return f"`{resolved.relative_to(Path(root).resolve()).as_posix()}` (in the checkout)"
+    return f"`{DATA_ROOT_LABEL}` (the real data root, a folder named `{_md(resolved.name)}`)"
 
 
 def chapter_states(root: Path, out: Path) -> list[ChapterState]:
@@ -124,10 +197,11 @@ def stage(root: Path, out: Path) -> Path:
     )
     (src / "book" / "_vendor").symlink_to((root / "book" / "_vendor").resolve(), target_is_directory=True)
 
+    known = local_paths(root, out, states)
     (src / "notebooks").mkdir()
     for state in states:
         if state.executed:
-            shutil.copy2(state.executed, src / "notebooks" / f"{state.chapter}.ipynb")
+            stage_notebook(state.executed, src / "notebooks" / f"{state.chapter}.ipynb", known)
         else:
             (src / "notebooks" / f"{state.chapter}.md").write_text(notebook_placeholder(state), encoding="utf-8")
 
@@ -141,13 +215,115 @@ def stage(root: Path, out: Path) -> Path:
             for ext in ("png", "svg"):
                 if Path(fig[ext]).is_file():
                     shutil.copy2(fig[ext], target / f"{fig['name']}.{ext}")
-        (gen / state.chapter / "results.md").write_text(chapter_results(state), encoding="utf-8")
+        (gen / state.chapter / "results.md").write_text(chapter_results(state, known), encoding="utf-8")
     measured = read_run_records(out / "records", root / MEASURED_RECORDS)
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")
-    (gen / "scorecard.md").write_text(scorecard(states), encoding="utf-8")
-    (gen / "datasets.md").write_text(datasets(states), encoding="utf-8")
-    (gen / "environment.md").write_text(environment_page(read_run_records(out / "records")), encoding="utf-8")
+    (gen / "scorecard.md").write_text(scorecard(states, known), encoding="utf-8")
+    (gen / "datasets.md").write_text(datasets(states, root), encoding="utf-8")
+    (gen / "environment.md").write_text(environment_page(read_run_records(out / "records"), known), encoding="utf-8")
     return src
+
+
+INJECTED_TAG = "injected-parameters"  # papermill's tag on the cell it adds after the parameters cell
+
+
+def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = None) -> Path:
+    """Copy an executed notebook into the book's sources, arranged to be read as a page.
+
+    The reader meets the title and the story first: the title cell (the first ``# `` heading)
+    moves to the top, the parameters cell follows it tagged ``hide-input`` (collapsed, one click
+    shows it), and papermill's injected-parameters cell becomes a collapsed note listing the
+    values this run was given. Local paths (``known``, then any absolute path) are replaced in
+    the outputs, the injected values and the papermill metadata, so neither the page nor the
+    notebook it offers for download names the build machine's folders. Only this copy changes:
+    ``notebooks/<chapter>.ipynb`` keeps the parameters first, as papermill and Colab need.
+    """
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    cells = list(nb.cells)
+    params = next((c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    injected = next((c for c in cells if INJECTED_TAG in c.get("metadata", {}).get("tags", [])), None)
+    title = next((c for c in cells if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), None)
+    rest = [c for c in cells if c is not params and c is not injected and c is not title]
+    head = [title] if title is not None else []
+    if params is not None:
+        tags = params.setdefault("metadata", {}).setdefault("tags", [])
+        if "hide-input" not in tags:
+            tags.append("hide-input")
+        params["metadata"].setdefault("mystnb", {}).update(
+            code_prompt_show="Show the parameters cell (the notebook's defaults; it opens the notebook on Colab)",
+            code_prompt_hide="Hide the parameters cell",
+        )
+        head.append(params)
+    if injected is not None:
+        head.append(_injected_note(injected, nb.metadata.get("papermill", {}), known))
+    nb.cells = head + rest
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            for output in cell.get("outputs", []):
+                _public_output(output, known)
+    if "papermill" in nb.metadata:
+        nb.metadata["papermill"] = _public_json(nb.metadata["papermill"], known)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    return target
+
+
+def _injected_note(cell, papermill: dict, known: dict[str, str] | None):
+    """A markdown cell: papermill's injected values, collapsed, local paths replaced."""
+    import nbformat
+
+    profile = (papermill.get("parameters") or {}).get("profile")
+    lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    code = report.public_text("\n".join(lines), known)
+    fence = "`" * max(3, 1 + max((len(run) for run in _backtick_runs(code)), default=0))
+    title = "The parameters of this run" + (f" (profile {profile})" if profile else "")
+    text = (
+        f":::{{admonition}} {title}\n:class: dropdown\n\n"
+        "`sentcl reproduce` (papermill) set these values after the parameters cell above; every other "
+        f"parameter kept its default. `{DATA_ROOT_LABEL}` stands for the data root and `{OUT_LABEL}` for "
+        "the output folder of the run.\n\n"
+        f"{fence}python\n{code}\n{fence}\n:::\n"
+    )
+    note = nbformat.v4.new_markdown_cell(text)
+    note.metadata["tags"] = ["sentcl-injected-parameters"]
+    return note
+
+
+def _backtick_runs(text: str) -> list[str]:
+    return re.findall(r"`+", text)
+
+
+def _public_output(output: dict, known: dict[str, str] | None) -> None:
+    """Replace local paths in one cell output, in place (HTML: only the known paths)."""
+    if output.get("output_type") == "stream":
+        output["text"] = report.public_text(output.get("text", ""), known)
+    elif output.get("output_type") == "error":
+        output["evalue"] = report.public_text(output.get("evalue", ""), known)
+        output["traceback"] = [report.public_text(line, known) for line in output.get("traceback", [])]
+    data = output.get("data") or {}
+    for mime in list(data):
+        if mime in ("text/plain", "text/markdown", "text/latex"):
+            data[mime] = report.public_text(_joined(data[mime]), known)
+        elif mime == "text/html":  # a table from before the book had sentcl.css was full-width: under the contents panel
+            html_text = _joined(data[mime]).replace('class="sentcl-table full-width"', 'class="sentcl-table"')
+            data[mime] = report.public_text(html_text, known, generic=False)
+
+
+def _joined(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _public_json(value: Any, known: dict[str, str] | None) -> Any:
+    """Every string in a JSON-like value with local paths replaced."""
+    if isinstance(value, str):
+        return report.public_text(value, known)
+    if isinstance(value, dict):
+        return {k: _public_json(v, known) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public_json(v, known) for v in value]
+    return copy.deepcopy(value)
 
 
 def build(src: Path, book_dir: Path) -> Path:
@@ -197,26 +373,59 @@ def notebook_placeholder(state: ChapterState) -> str:
     )
 
 
-def chapter_results(state: ChapterState) -> str:
-    """The fragment a chapter page includes: run status, the tables, the figures."""
-    parts = [_run_status(state)]
+def chapter_results(state: ChapterState, known: dict[str, str] | None = None) -> str:
+    """The fragment a chapter page includes: run status, the paper's orderings this run
+    checked, the tables, the figures (``known``: local paths and their labels)."""
+    parts = [_run_status(state, known)]
     if state.compared.empty:
         parts.append(
             f"The paper's reported values are not typed in yet (`data/papers/{state.chapter}.csv`) "
             "and no results were written.\n"
         )
-    for table in report.tables(state.compared):
-        parts.append(_raw_html(report.comparison_table(state.compared, table).to_html()))
+    compared = _public_compared(state.compared, known)
+    if state.ran and not compared.empty:
+        parts.append(_orderings_text(state))
+    for table in report.tables(compared):
+        parts.append(_raw_html(report.comparison_table(compared, table).to_html()))
     for fig in state.figures:
         path = f"/{GENERATED.as_posix()}/figures/{state.chapter}/{fig['name']}"
         svg = f" ({{download}}`SVG <{path}.svg>`)" if Path(fig["svg"]).is_file() else ""
-        parts.append(
-            f":::{{figure}} {path}.png\n:alt: {_md(fig['caption'])}\n:width: 100%\n\n{_md(fig['caption'])}{svg}\n:::\n"
-        )
+        caption = _md(report.public_text(fig["caption"], known))
+        parts.append(f":::{{figure}} {path}.png\n:alt: {caption}\n:width: 100%\n\n{caption}{svg}\n:::\n")
     return "\n".join(parts)
 
 
-def _run_status(state: ChapterState) -> str:
+def _public_compared(compared: pd.DataFrame, known: dict[str, str] | None) -> pd.DataFrame:
+    """The comparison with local paths replaced in the text shown under the tables."""
+    out = compared.copy()
+    for col in ("data", "note"):
+        out[col] = [v if not isinstance(v, str) else report.public_text(v, known) for v in out[col]]
+    return out
+
+
+def _orderings_text(state: ChapterState) -> str:
+    """One line per table: how many of the paper's orderings of two rows (on the Average
+    column) this run computed, and how many hold."""
+    found = claims.table_orderings(state.compared, ORDERINGS_COLUMN)
+    if not found:
+        return ""
+    per_table = "; ".join(
+        f"{_md(table)}: {sum(o.holds for o in pairs)} of {len(pairs)} hold" for table, pairs in found.items()
+    )
+    why = (
+        " On the sample data they test the code, not the paper."
+        if state.sample
+        else " A miniature cannot match the paper's numbers; these orderings are what it can test."
+        if state.miniature
+        else ""
+    )
+    return (
+        f"**The paper's orderings** (every pair of rows of a table that the paper reports and this run "
+        f"computed, on the {ORDERINGS_COLUMN} column; the executed notebook states each): {per_table}.{why}\n"
+    )
+
+
+def _run_status(state: ChapterState, known: dict[str, str] | None = None) -> str:
     r = state.record
     nb_link = f"{{doc}}`executed notebook </notebooks/{state.chapter}>`"
     if not state.ran:
@@ -233,53 +442,103 @@ def _run_status(state: ChapterState) -> str:
     kind = "note"
     if r is not None and r.status == "failed":
         kind = "error"
-        lines.append(f"**This run failed**: {_md(r.error or '')}. Rows it did not reach show the paper's values only.")
+        error = _md(report.public_text(r.error or "", known))
+        lines.append(f"**This run failed**: {error}. Rows it did not reach show the paper's values only.")
     if state.sample:
         kind = "warning" if kind == "note" else kind
         lines.append(
-            "**Sample data**: this chapter ran on the project's sample data, so its numbers (grey) "
-            "test the machinery and say nothing about the paper."
+            "**Sample data**: this chapter ran on the project's sample data, so its numbers (Δ not "
+            "coloured) test the machinery and say nothing about the paper."
+        )
+    elif state.miniature:
+        profiles = ", ".join(state.profiles) or "this"
+        lines.append(
+            f"**A miniature** ({profiles} profile): a smaller stand-in encoder, already trained on other data "
+            "(see the notes under the tables), fine-tuned on a fraction of the paper's training data. How close its "
+            "numbers come to the paper's is coincidence, so its Δ are not coloured or counted as agreement; "
+            "what it can test is the paper's ordering of its rows."
         )
     return f":::{{{kind}}}\n" + "\n\n".join(lines) + "\n:::\n"
 
 
-def scorecard(states: list[ChapterState]) -> str:
+def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -> str:
+    """The scorecard: per chapter what its run can say -- agreement with the paper's numbers
+    for a paper-profile run, the paper's orderings for any run -- then every table."""
+    good, fair = report.THRESHOLDS
     parts = [
-        "# Reproducibility scorecard\n",
+        WIDE_PAGE + "# Reproducibility scorecard\n",
         "Every cell of every table of the four papers: the paper's value, ours where this build "
-        "reproduced it, and the difference Δ = ours − paper, coloured by agreement "
-        f"(green |Δ| ≤ {report.THRESHOLDS[0]:g} point, amber ≤ {report.THRESHOLDS[1]:g}, red beyond, "
-        "on a 0–100 scale; grey: sample data, not comparable). A row we do not recompute shows "
-        "the paper's value, labelled *cited*. Generated from the results files of this build.\n",
+        "computed it, and the difference Δ = ours − paper. A row we do not recompute shows the "
+        "paper's value, labelled *cited*. Generated from the results files of this build.\n",
+        "Agreement is judged only for runs of the **paper** profile, the paper's models on the paper's "
+        f"data: green |Δ| ≤ {good:g} point, amber ≤ {fair:g}, red beyond, on a 0–100 scale. A "
+        "**miniature** -- the demo profile (a small stand-in encoder such as all-MiniLM-L6-v2, already "
+        "trained on a billion sentence pairs, fine-tuned on a subset), the smoke profile or any run on "
+        "the project's sample data -- cannot match the paper's numbers except by coincidence, so its Δ "
+        "are shown uncoloured and not counted. What a miniature can test is the paper's **orderings**: "
+        f"for each table, every pair of rows that the paper reports and this run computed, on the "
+        f"{ORDERINGS_COLUMN} column; *hold* counts the pairs our numbers order as the paper does.\n",
         "## Summary\n",
     ]
-    header = ["chapter", "profile", "paper cells", "reproduced", "agrees", "close", "differs", "sample data", "cited", "ours only"]
+    header = ["chapter", "run", "paper cells", "computed", "orderings checked", "orderings hold",
+              "agrees", "close", "differs", "cited", "ours only"]
     rows = []
     for s in states:
         counts = report.summary(s.compared)
-        profiles = ", ".join(sorted(set(s.compared["profile"].dropna()))) or "—"
-        rows.append([f"[{s.chapter}](../{s.chapter}.md)", profiles, *(str(counts[h]) for h in header[2:])])
-    parts.append(_md_table(header, rows))
+        checked, hold = claims.ordering_counts(s.compared, ORDERINGS_COLUMN)
+        judged = counts["judged"] > 0
+        agreement = [str(counts[a]) if judged else "—" for a in report.AGREEMENT]
+        rows.append([
+            f"[{s.chapter}](../{s.chapter}.md)", _run_label(s), str(counts["paper cells"]), str(counts["computed"]),
+            str(checked) if s.ran else "—", str(hold) if s.ran else "—", *agreement,
+            str(counts["cited"]), str(counts["ours only"]),
+        ])
+    parts.append(_md_table(header, rows, full_width=True))
+    parts.append(
+        "*run*: the profile of the chapter's results (*miniature*: not judged against the paper's "
+        "numbers; *sample data*: the project's sample data, which tests the code); *computed*: the "
+        "paper's cells this run computed; *agrees*, *close*, *differs*: paper-profile runs only "
+        "(— for a miniature or a chapter that has not run).\n"
+    )
     for s in states:
         parts.append(f"## [{_md(s.title)}](../{s.chapter}.md)\n")
         if s.compared.empty:
             parts.append(f"No paper values typed in yet (`data/papers/{s.chapter}.csv`) and no results.\n")
-        for table in report.tables(s.compared):
-            parts.append(_raw_html(report.comparison_table(s.compared, table, caption=f"{s.chapter}: {table}").to_html()))
+        elif not s.ran:
+            parts.append("Not run in this build: the tables show the paper's values only.\n")
+        else:
+            parts.append(_orderings_text(s))
+        compared = _public_compared(s.compared, known)
+        for table in report.tables(compared):
+            table_html = report.comparison_table(compared, table, caption=f"{s.chapter}: {table}").to_html()
+            parts.append(_full_width(_raw_html(table_html)))
     return "\n".join(parts)
 
 
-def datasets(states: list[ChapterState]) -> str:
-    """The datasets appendix: the registry, and what this build read."""
+def _run_label(state: ChapterState) -> str:
+    """The scorecard's word for a chapter's run: its profile, and whether it is a miniature."""
+    if not state.ran:
+        return "not run"
+    profiles = ", ".join(state.profiles) or "?"
+    if state.sample:
+        return f"{profiles} (sample data)"
+    return f"{profiles} (miniature)" if state.miniature else profiles
+
+
+def datasets(states: list[ChapterState], root: Path | None = None) -> str:
+    """The datasets appendix: the registry, and what this build read. A data root is named,
+    never shown by its local path (:func:`data_root_label`)."""
     from ..data import registry
 
-    roots = {Path(s.data_used["data_root"]) for s in states if s.data_used}
-    roots |= {Path(s.record.config["data_root"]) for s in states if s.record and s.record.config.get("data_root")}
+    roots = sorted({r for s in states for r in s.data_roots()})
+    labels = {r: data_root_label(r, root) for r in roots}
     parts = [
-        "# Datasets\n",
+        WIDE_PAGE + "# Datasets\n",
         "Every dataset the chapters use, from the project's registry (`data/registry/*.yaml`): "
         "where it comes from, its licence, the records each split must give, and what this build read.\n",
-        "Data roots of this build: " + (", ".join(f"`{r}`" for r in sorted(roots)) or "none (nothing was run)") + ".\n",
+        "Data roots of this build: " + (", ".join(dict.fromkeys(labels.values())) or "none (nothing was run)") + ". "
+        f"`{DATA_ROOT_LABEL}` is the data root a run was given (`--data-dir`, else `$SENTCL_DATA`); "
+        "its location on the machine that built this book is not published.\n",
     ]
     loaded: dict[str, list[str]] = {}
     for s in states:
@@ -296,6 +555,7 @@ def datasets(states: list[ChapterState]) -> str:
             _md_table(
                 ["dataset", "title", "chapters", "read by this build"],
                 [[f"`{n}`", _md(i.title), ", ".join(i.papers) or "—", "yes" if n in loaded else "no"] for n, i in entries.items()],
+                full_width=True,
             )
         )
     for name, info in entries.items():
@@ -306,9 +566,9 @@ def datasets(states: list[ChapterState]) -> str:
             for split, sp in info.splits.items()
         )
         present = []
-        for root in sorted(roots):
-            have = [sp for sp, si in info.splits.items() if all((root / info.folder / f).exists() for f in si.files)]
-            present.append(f"`{root}`: " + (", ".join(have) if have else "absent"))
+        for data_root in roots:
+            have = [sp for sp, si in info.splits.items() if all((data_root / info.folder / f).exists() for f in si.files)]
+            present.append(f"{labels[data_root]}: " + (", ".join(have) if have else "absent"))
         parts.append(
             f"## {_md(info.title)}\n\n"
             f"- Name: `{name}` ({info.kind}); chapters: {chapters}\n"
@@ -323,11 +583,11 @@ def datasets(states: list[ChapterState]) -> str:
     return "\n".join(parts)
 
 
-def environment_page(records: list[RunRecord]) -> str:
+def environment_page(records: list[RunRecord], known: dict[str, str] | None = None) -> str:
     from importlib import metadata
 
     parts = [
-        "# Environment\n",
+        WIDE_PAGE + "# Environment\n",
         "Generated from the run records of this build (`records/` in the output folder): the versions "
         "and the machine each run used, and what it cost. "
         f"Book built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC with jupyter-book "
@@ -341,7 +601,9 @@ def environment_page(records: list[RunRecord]) -> str:
     combos: dict[tuple, list[str]] = {}
     for r in records:
         combos.setdefault((r.device, *(r.versions.get(p, "?") for p in packages)), []).append(r.name)
-    parts.append(_md_table(["device", *packages, "runs"], [[*k, ", ".join(dict.fromkeys(v))] for k, v in combos.items()]))
+    parts.append(
+        _md_table(["device", *packages, "runs"], [[*k, ", ".join(dict.fromkeys(v))] for k, v in combos.items()], full_width=True)
+    )
     parts.append("## Runs\n")
     rows = [
         [r.started[:16].replace("T", " "), r.kind, r.name, r.profile or "—", r.status, duration(r.wall_time_s),
@@ -349,10 +611,11 @@ def environment_page(records: list[RunRecord]) -> str:
          "—" if r.peak_gpu_memory_mb is None else f"{r.peak_gpu_memory_mb:.0f} MiB", f"`{r.run_id}`"]
         for r in records
     ]
-    parts.append(_md_table(["started (UTC)", "kind", "name", "profile", "status", "wall time", "peak memory", "peak GPU memory", "run id"], rows))
+    header = ["started (UTC)", "kind", "name", "profile", "status", "wall time", "peak memory", "peak GPU memory", "run id"]
+    parts.append(_md_table(header, rows, full_width=True))
     failed = [r for r in records if r.status == "failed"]
     for r in failed:
-        parts.append(f"- `{r.run_id}` ({r.name}) failed: {_md(r.error or '')}")
+        parts.append(f"- `{r.run_id}` ({r.name}) failed: {_md(report.public_text(r.error or '', known))}")
     return "\n".join(parts) + "\n"
 
 
@@ -381,15 +644,24 @@ def _raw_html(fragment: str) -> str:
 
 
 def _md(text: Any) -> str:
-    """Plain text made safe inside MyST markdown (no math, no table breaks)."""
-    return html.escape(str(text), quote=False).replace("$", r"\$").replace("|", r"\|").replace("\n", " ").strip()
+    """Plain text made safe inside MyST markdown (no math, no table breaks, no local paths)."""
+    text = report.public_text(text)
+    return html.escape(text, quote=False).replace("$", r"\$").replace("|", r"\|").replace("\n", " ").strip()
 
 
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    """A markdown table as wide as the page (the theme's full-width class)."""
+def _md_table(header: list[str], rows: list[list[str]], full_width: bool = False) -> str:
+    """A markdown table in a box that scrolls sideways when the table is wider than the page
+    (``sentcl-wide`` in ``book/_static/sentcl.css``); ``full_width`` (only on a page without
+    the contents panel, :data:`WIDE_PAGE`) lets it use the right margin too."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return ":::{div} full-width\n\n" + "\n".join(lines) + "\n:::\n"
+    classes = "full-width sentcl-wide" if full_width else "sentcl-wide"
+    return f":::{{div}} {classes}\n\n" + "\n".join(lines) + "\n:::\n"
+
+
+def _full_width(fragment: str) -> str:
+    """A page fragment that may use the right margin (only on a :data:`WIDE_PAGE`)."""
+    return ":::{div} full-width\n\n" + fragment + "\n:::\n"
 
 
 def duration(seconds: float | None) -> str:

@@ -55,10 +55,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from tqdm.auto import tqdm
-
 from ..errors import ConfigError, DataFormatError, SentclError
 from ..paths import DATA_ENV
+from ..progress import progress_bar
 from .loaders.common import NLI_LABELS
 from .loaders.nli import NO_GOLD_LABEL
 from .registry import DatasetInfo, HubSource, info, load
@@ -85,7 +84,7 @@ def fetch(url: str, dest: Path, sha256: str | None = None) -> Path:
     digest = hashlib.sha256()
     total = int(response.headers.get("Content-Length") or 0) or None
     name = Path(urllib.parse.urlparse(url).path).name
-    with response, open(dest, "wb") as out, tqdm(total=total, unit="B", unit_scale=True, desc=name, leave=False) as bar:
+    with response, open(dest, "wb") as out, progress_bar(total=total, unit="B", unit_scale=True, desc=name, leave=False) as bar:
         for block in iter(lambda: response.read(CHUNK), b""):
             out.write(block)
             digest.update(block)

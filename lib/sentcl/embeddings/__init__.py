@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
 
-from ..errors import ConfigError
+from ..errors import ConfigError, check_choice
 from ..hashing import stable_hash, texts_hash
 from ..io import atomic_path
 from ..models import fingerprint, load_encoder
@@ -39,7 +39,9 @@ ENCODE_PRECISIONS = ("auto", "fp32", "bf16")
 PROGRESS_MIN_TEXTS = 1000
 """With ``show_progress=None``, a progress bar appears from this many distinct texts on."""
 
-Embedder = Callable[[Sequence[str]], np.ndarray]
+Embed = Callable[[Sequence[str]], np.ndarray]
+"""The one name for "texts -> embedding array": ``texts -> (len(texts), dim)`` float array, rows in
+input order (an :func:`embedder`, a whitened one, a trainer's current model for re-encoding samplers)."""
 
 
 def encode(
@@ -85,7 +87,10 @@ def encode(
     modes = [(module, module.training) for module in model.modules()]
     bar = progress_bar(total=len(distinct), desc="encoding", unit="text", leave=False, disable=not show)
     # one forward call per batch: the hook counts the texts done, so the batches stay sentence-transformers'
-    hook = model.register_forward_hook(lambda _module, _args, output: bar.update(_batch_rows(output)))
+    def count(_module, _args, output) -> None:  # a hook returning a value would replace the output
+        bar.update(_batch_rows(output))
+
+    hook = model.register_forward_hook(count)
     try:
         with _autocast(chosen, model.device):
             vectors = model.encode(distinct, batch_size=batch_size, show_progress_bar=False, convert_to_tensor=True)
@@ -105,7 +110,7 @@ def encode(
     return out
 
 
-def embedder(model: SentenceTransformer | str | os.PathLike, **kwargs) -> Embedder:
+def embedder(model: SentenceTransformer | str | os.PathLike, **kwargs) -> Embed:
     """``texts -> np.ndarray``: :func:`encode` with ``model`` and ``kwargs`` bound (a name is loaded once)."""
     if isinstance(model, (str, os.PathLike)):
         model = load_encoder(model)
@@ -123,8 +128,7 @@ def cache_file(model: SentenceTransformer, texts: Sequence[str], precision: str,
 
 def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str:
     """``"fp32"`` or ``"bf16"``: ``"auto"`` means bf16 on a CPU with native bf16, else fp32."""
-    if precision not in ENCODE_PRECISIONS:
-        raise ConfigError(f"unknown precision {precision!r}; choose one of {', '.join(ENCODE_PRECISIONS)}")
+    check_choice("precision", precision, ENCODE_PRECISIONS)
     if precision != "auto":
         return precision
     return "bf16" if torch.device(device).type == "cpu" and cpu_supports_bf16() else "fp32"
@@ -155,9 +159,11 @@ def _autocast(precision: str, device: torch.device):
 
 
 def _batch_rows(output) -> int:
-    """The number of texts in one forward pass's output (its sentence embeddings)."""
-    embeddings = output.get("sentence_embedding") if isinstance(output, dict) else None
-    return int(embeddings.shape[0]) if embeddings is not None else 0
+    """The number of texts in one forward pass's output (a mapping with its sentence embeddings)."""
+    try:
+        return int(output["sentence_embedding"].shape[0])
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return 0
 
 
 def _checked_texts(texts: Sequence[str]) -> list[str]:

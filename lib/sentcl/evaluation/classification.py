@@ -16,8 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..data.records import LabelledPairs
+from ..embeddings import Embed
 from ..errors import ConfigError
-from .common import Embed, pair_embeddings, pairwise_cosine
+from .common import pair_embeddings, pairwise_cosine
 
 
 def _groups(scores: np.ndarray, labels: np.ndarray):

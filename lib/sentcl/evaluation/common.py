@@ -10,13 +10,12 @@ that occurs in many pairs (STS16, SICK) is encoded once and always gets the same
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from ..embeddings import Embed
 from ..errors import ConfigError
-
-Embed = Callable[[Sequence[str]], np.ndarray]
 
 # Vectors shorter than this are treated as zero vectors (cosine 0), as torch's F.normalize does.
 _EPS = 1e-12

@@ -25,8 +25,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..data.records import ScoredPairs
+from ..embeddings import Embed
 from ..errors import ConfigError
-from .common import Embed, as_matrix, embed_unique, l2_normalise, unique_texts
+from .common import as_matrix, embed_unique, l2_normalise, unique_texts
 
 _BLOCK = 2048  # rows per block in the all-pairs sum (a block x n float64 matrix in memory)
 

@@ -56,8 +56,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..data.records import RetrievalSet
-from ..errors import ConfigError
-from .common import Embed, as_matrix, embed_unique, l2_normalise, pairwise_cosine, unique_texts
+from ..embeddings import Embed
+from ..errors import ConfigError, check_choice
+from .common import as_matrix, embed_unique, l2_normalise, pairwise_cosine, unique_texts
 
 Run = dict[str, dict[str, float]]
 Qrels = Mapping[str, Mapping[str, int]]
@@ -338,8 +339,7 @@ def evaluate_retrieval(
     ``protocol="semeval"`` (candidate lists only) scores MAP and MRR as the SemEval Task 3
     official scorer does (see :func:`semeval_scores`); ``"trec"`` uses trec_eval semantics.
     """
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    check_choice("protocol", protocol, PROTOCOLS)
     if protocol == "semeval" and data.candidates is None:
         raise ConfigError(f"{data.name}: protocol 'semeval' needs per-query candidate lists")
     if (embed is None) == (query_embeddings is None and corpus_embeddings is None) or (

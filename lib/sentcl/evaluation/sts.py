@@ -35,9 +35,9 @@ from sentence_transformers import SentenceTransformer
 
 from ..data import load
 from ..data.records import LabelledPairs, ScoredPairs, draw_rows
-from ..embeddings import encode
-from ..errors import ConfigError
-from .common import Embed, embed_groups, pair_embeddings, pairwise_cosine
+from ..embeddings import Embed, encode
+from ..errors import ConfigError, check_choice
+from .common import embed_groups, pair_embeddings, pairwise_cosine
 from .tasks import SETTINGS, STS_AVERAGE, TASKS, task
 
 STS_TASKS: dict[str, tuple[str, str]] = {name: (TASKS[name].dataset, TASKS[name].split) for name in STS_AVERAGE}
@@ -160,8 +160,7 @@ def evaluate_sts_datasets(embed: Embed, datasets: Mapping[str, ScoredPairs], set
         raise ConfigError("evaluate_sts_datasets needs at least one task")
     if "avg" in datasets:
         raise ConfigError("'avg' is the name of the average, not a task name")
-    if setting not in SETTINGS:
-        raise ConfigError(f"unknown STS setting {setting!r}; choose from {', '.join(SETTINGS)}")
+    check_choice("STS setting", setting, SETTINGS)
     matrices = embed_groups(embed, [[*d.sentences1, *d.sentences2] for d in datasets.values()])
     details = {}
     for (name, pairs), vectors in zip(datasets.items(), matrices):

@@ -97,8 +97,9 @@ import numpy as np
 
 from ..data import load
 from ..data.records import LabelledPairs, RetrievalSet, ScoredPairs, draw_rows
+from ..embeddings import Embed
 from ..errors import ConfigError
-from .common import Embed, embed_groups
+from .common import embed_groups
 from .retrieval import PROTOCOLS, metric_name
 
 EVALUATORS = ("sts", "retrieval", "classification")

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
-from sentcl.errors import ConfigError
+from sentcl.errors import ConfigError, check_choice, check_number
 
 Similarity = Literal["cos", "dot"]
 SIMILARITIES: tuple[str, ...] = ("cos", "dot")
@@ -100,16 +100,12 @@ class SentclLoss(nn.Module, ABC):
 
 def check_scale(scale: float) -> float:
     """``scale`` (the inverse temperature 1/τ) as a float; it must be positive."""
-    if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0):
-        raise ConfigError(f"scale (inverse temperature) must be a positive number, got {scale!r}")
-    return float(scale)
+    return check_number("scale (inverse temperature)", scale, low=0.0, low_open=True)
 
 
 def check_similarity(similarity: str) -> Similarity:
     """``similarity`` if it is one of :data:`SIMILARITIES` (``"cos"``, ``"dot"``)."""
-    if similarity not in SIMILARITIES:
-        raise ConfigError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
-    return similarity  # type: ignore[return-value]
+    return check_choice("similarity", similarity, SIMILARITIES)  # type: ignore[return-value]
 
 
 def check_columns(columns: list[Tensor], names: list[str]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sentcl.data.records import ScoredPairs
-from sentcl.errors import ConfigError
+from sentcl.errors import ConfigError, check_positive_int
 from sentcl.io import atomic_write_json
 
 if TYPE_CHECKING:
@@ -66,8 +66,7 @@ class GeometryCallback(Callback):
             raise ConfigError(f"GeometryCallback needs ScoredPairs (e.g. STS-B dev), got {type(pairs).__name__}")
         if not (pairs.scores > positive_threshold).any():
             raise ConfigError(f"{pairs.name}/{pairs.split}: no pair scores above {positive_threshold} (no positive pairs)")
-        if isinstance(every_steps, bool) or not isinstance(every_steps, int) or every_steps < 1:
-            raise ConfigError(f"every_steps must be a positive integer, got {every_steps!r}")
+        check_positive_int("every_steps", every_steps)
         self.pairs = pairs
         self.every_steps = every_steps
         self.positive_threshold = positive_threshold

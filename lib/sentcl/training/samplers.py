@@ -31,16 +31,13 @@ sentence-transformers' NoDuplicatesBatchSampler).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from sentcl.data.records import TrainingData
+from sentcl.embeddings import Embed
 from sentcl.errors import ConfigError
-
-Encode = Callable[[Sequence[str]], np.ndarray]
-"""``texts -> (len(texts), dim)`` embeddings of the current model (for re-encoding samplers)."""
 
 
 class BatchSampler(ABC):
@@ -64,7 +61,7 @@ class BatchSampler(ABC):
         self.epoch = 0
         self.rng = np.random.default_rng([int(seed), 0x5A4D])
 
-    def epoch_batches(self, data: TrainingData, batch_size: int, encode: Encode | None = None) -> list[np.ndarray]:
+    def epoch_batches(self, data: TrainingData, batch_size: int, encode: Embed | None = None) -> list[np.ndarray]:
         """The next epoch's batches (row indices, each row at most once); advances the epoch."""
         if self.reencodes and encode is None:
             raise ConfigError(f"{type(self).__name__} re-encodes the data every epoch: it needs encode")
@@ -75,7 +72,7 @@ class BatchSampler(ABC):
 
     @abstractmethod
     def plan(
-        self, data: TrainingData, batch_size: int, rng: np.random.Generator, encode: Encode | None
+        self, data: TrainingData, batch_size: int, rng: np.random.Generator, encode: Embed | None
     ) -> list[np.ndarray]:
         """One epoch's batches; ``encode`` is given to samplers with ``reencodes = True``."""
 
@@ -232,7 +229,6 @@ def _merge_short_batches(batches: list[list[int]], batch_size: int, data: Traini
 
 __all__ = [
     "BatchSampler",
-    "Encode",
     "NoDuplicatesBatchSampler",
     "RandomBatchSampler",
     "SequentialBatchSampler",

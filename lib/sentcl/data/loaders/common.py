@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from tqdm.auto import tqdm
-
 from ...errors import DataFormatError
+from ...progress import progress_bar
 from ..records import LabelledPairs, ScoredPairs, Sentences, Triplets
 from ..registry import DatasetInfo
 
@@ -35,7 +34,7 @@ def read_lines(path: Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]
     files over ``PROGRESS_BYTES`` show a progress bar.
     """
     size = path.stat().st_size
-    with open(path, "rb") as fh, tqdm(
+    with open(path, "rb") as fh, progress_bar(
         total=size, unit="B", unit_scale=True, desc=f"reading {path.name}", disable=size < PROGRESS_BYTES, leave=False
     ) as bar:
         for number, raw in enumerate(fh, start=1):
