@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sentcl.book import site
+from sentcl.book import pages, site
 from sentcl.book.chapter import CHAPTERS
 from sentcl.book.records import read_run_records
 from sentcl.book.results import load_results
@@ -94,14 +94,14 @@ def test_stage_without_any_run(tmp_path):
     assert (src / "book" / "_vendor").resolve() == (ROOT / "book" / "_vendor").resolve()
 
 
-def _state(chapter: str, profile: str | None, sample: bool, ran: bool = True) -> site.ChapterState:
+def _state(chapter: str, profile: str | None, sample: bool, ran: bool = True) -> pages.ChapterState:
     from sentcl.book.records import RunRecord
     from sentcl.book.report import compare
     from sentcl.book.results import load_results
 
     record = RunRecord(kind="notebook", name=chapter, chapter=chapter, profile=profile, run_id="r", started="t",
                        config={"sample": sample}) if ran else None
-    return site.ChapterState(chapter, CHAPTERS[chapter], True, None, record, compare(chapter, load_results("/nonexistent")))
+    return pages.ChapterState(chapter, CHAPTERS[chapter], True, None, record, compare(chapter, load_results("/nonexistent")))
 
 
 FAKE_DATA = "/nonexistent-sentcl/someone/shared/data"  # a real data root on "the build machine"
@@ -164,7 +164,7 @@ def test_the_staged_notebook_opens_with_its_title_and_names_no_local_path(tmp_pa
 
     out = tmp_path / "out"
     executed = executed_notebook(out / "notebooks" / "mnrl_sbert.ipynb", out)
-    known = {str(out): site.OUT_LABEL, FAKE_DATA: site.DATA_ROOT_LABEL}
+    known = {str(out): pages.OUT_LABEL, FAKE_DATA: pages.DATA_ROOT_LABEL}
     staged = nbformat.read(site.stage_notebook(executed, tmp_path / "staged.ipynb", known), as_version=4)
     title, params, note, code = staged.cells
     assert title.cell_type == "markdown" and title.source.startswith("# A small chapter")
@@ -187,21 +187,21 @@ def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_pat
     from sentcl.book.report import COLOURS
 
     out = demo_output(tmp_path / "out")
-    (mnrl,) = [s for s in site.chapter_states(ROOT, out) if s.chapter == "mnrl_sbert"]
+    (mnrl,) = [s for s in pages.chapter_states(ROOT, out) if s.chapter == "mnrl_sbert"]
     assert mnrl.ran and mnrl.miniature and not mnrl.sample and mnrl.profiles == ["demo"]
-    scorecard = site.scorecard(site.chapter_states(ROOT, out))
+    scorecard = pages.scorecard(pages.chapter_states(ROOT, out))
     # 3 cells computed, the MNRLSBERT-above-SBERT ordering of Table 2 checked and holding; no agreement counted
     assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 1 | 1 | — | — | — | 205 | 0 |" in scorecard
-    results = site.chapter_results(mnrl)
+    results = pages.chapter_results(mnrl)
     assert "**A miniature** (demo profile)" in results and "Table 2: 1 of 1 hold" in results
     for page in (scorecard, results):
         assert not any(colour in page for colour in COLOURS.values()) and "background-color" not in page
     # the same numbers from a paper-profile run are judged: they agree
     paper = demo_output(tmp_path / "paper", profile="paper")
-    (judged,) = [s for s in site.chapter_states(ROOT, paper) if s.chapter == "mnrl_sbert"]
+    (judged,) = [s for s in pages.chapter_states(ROOT, paper) if s.chapter == "mnrl_sbert"]
     assert not judged.miniature
-    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 1 | 1 | 3 | 0 | 0 | 205 | 0 |" in site.scorecard([judged])
-    assert COLOURS["agrees"] in site.chapter_results(judged) and "A miniature" not in site.chapter_results(judged)
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 1 | 1 | 3 | 0 | 0 | 205 | 0 |" in pages.scorecard([judged])
+    assert COLOURS["agrees"] in pages.chapter_results(judged) and "A miniature" not in pages.chapter_results(judged)
 
 
 def test_pages_name_the_data_root_not_its_local_path(tmp_path):
@@ -209,20 +209,20 @@ def test_pages_name_the_data_root_not_its_local_path(tmp_path):
     failed = json.loads(next((out / "records").glob("*.json")).read_text())
     failed.update(status="failed", error=f"FileNotFoundError: {FAKE_DATA}/snli/train.jsonl")
     (out / "records" / "notebook-mnrl_sbert-run-1.json").write_text(json.dumps(failed))
-    states = site.chapter_states(ROOT, out)
-    known = site.local_paths(ROOT, out, states)
-    pages = {
-        "datasets": site.datasets(states, ROOT),
-        "results": site.chapter_results(states[0], known),
-        "scorecard": site.scorecard(states, known),
-        "environment": site.environment_page(read_run_records(out / "records"), known),
+    states = pages.chapter_states(ROOT, out)
+    known = pages.local_paths(ROOT, out, states)
+    built = {
+        "datasets": pages.datasets(states, ROOT),
+        "results": pages.chapter_results(states[0], known),
+        "scorecard": pages.scorecard(states, known),
+        "environment": pages.environment_page(read_run_records(out / "records"), known),
     }
-    for name, page in pages.items():
+    for name, page in built.items():
         assert "nonexistent-sentcl" not in page and str(tmp_path) not in page, name
-    assert "`$SENTCL_DATA` (the real data root, a folder named `data`)" in pages["datasets"]
-    assert r"real data from \$SENTCL_DATA" in pages["results"] or "real data from $SENTCL_DATA" in pages["results"]
-    assert r"\$SENTCL_DATA/snli/train.jsonl" in pages["results"] and r"\$SENTCL_DATA/snli" in pages["environment"]
-    assert "cache &lt;out&gt;/cache" in pages["results"]  # in the legend (HTML)
+    assert "`$SENTCL_DATA` (the real data root, a folder named `data`)" in built["datasets"]
+    assert r"real data from \$SENTCL_DATA" in built["results"] or "real data from $SENTCL_DATA" in built["results"]
+    assert r"\$SENTCL_DATA/snli/train.jsonl" in built["results"] and r"\$SENTCL_DATA/snli" in built["environment"]
+    assert "cache &lt;out&gt;/cache" in built["results"]  # in the legend (HTML)
 
 
 def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colours_nothing(tmp_path):
@@ -258,10 +258,10 @@ def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colo
 
 
 def test_the_banner_says_when_chapters_ran_on_sample_data():
-    assert site.announcement([_state("bsc", "demo", False), _state("rcl", None, True, ran=False)]) is None
-    smoke = site.announcement([_state("bsc", "smoke", True), _state("rcl", "smoke", True)])
+    assert pages.announcement([_state("bsc", "demo", False), _state("rcl", None, True, ran=False)]) is None
+    smoke = pages.announcement([_state("bsc", "smoke", True), _state("rcl", "smoke", True)])
     assert smoke.startswith("Smoke build (bsc, rcl)")
-    demo = site.announcement([_state("bsc", "demo", True), _state("rcl", "demo", False)])
+    demo = pages.announcement([_state("bsc", "demo", True), _state("rcl", "demo", False)])
     assert demo.startswith("Sample data: bsc ran on the project's sample data")
 
 

@@ -50,7 +50,7 @@ import yaml
 from ..errors import ConfigError, SentclError
 from ..paths import project_root
 from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
-from . import site
+from . import pages, site
 from .chapter import CHAPTERS, DataChoice, resolve_data
 from .records import RunRecord, environment, write_run_record
 from .results import PROFILES, RUN_ID_ENV, new_run_id
@@ -333,7 +333,7 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
         except ValueError:
             shown = o.executed
         rows.append(
-            (o.chapter, o.status, site.duration(o.wall_time_s), "-" if o.peak_memory_mb is None else f"{o.peak_memory_mb:.0f} MiB", str(shown))
+            (o.chapter, o.status, pages.duration(o.wall_time_s), "-" if o.peak_memory_mb is None else f"{o.peak_memory_mb:.0f} MiB", str(shown))
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     text = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]

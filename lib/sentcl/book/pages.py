@@ -1,0 +1,477 @@
+"""The generated pages of the book, as MyST markdown: each chapter's results fragment (run
+status, every paper table beside ours, the orderings), the scorecard, the datasets appendix,
+the environment page and the timings, all read from an output folder's results files, figures
+and run records (:func:`chapter_states`). :mod:`sentcl.book.site` writes them into the staged
+book sources.
+
+No page names a path of the machine that built it: the data roots, the output folder and the
+checkout are shown by name (``$SENTCL_DATA``, ``<out>``, ``data/samples``), and any other
+absolute path is cut to its last part (:func:`sentcl.book.report.public_text`). Agreement
+colours and counts appear only for runs of the paper's profile
+(:func:`sentcl.book.report.judged`); for a miniature the scorecard counts the paper's
+orderings that hold (:mod:`sentcl.book.claims`).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import claims, report
+from .chapter import CHAPTERS
+from .records import RunRecord, read_run_records
+from .results import load_results
+
+GENERATED = Path("book") / "_generated"
+DATA_ROOT_LABEL = "$SENTCL_DATA"  # how a page names a real data root (its local path is not published)
+OUT_LABEL = "<out>"  # how a page names the output folder
+WIDE_PAGE = "---\nhtml_theme.sidebar_secondary.remove: true\n---\n\n"  # front matter: no contents panel, full width
+ORDERINGS_COLUMN = "Average"
+
+
+@dataclass
+class ChapterState:
+    """What an output folder holds for one chapter."""
+
+    chapter: str
+    title: str
+    has_notebook: bool  # notebooks/<chapter>.ipynb exists in the checkout
+    executed: Path | None  # the executed notebook in the output folder
+    record: RunRecord | None  # its latest notebook run record
+    compared: pd.DataFrame  # paper values beside results (sentcl.book.report.compare)
+    figures: list[dict] = field(default_factory=list)
+    data_used: dict | None = None
+
+    @property
+    def ran(self) -> bool:
+        """Whether this output folder has a run of the chapter (a run record or results)."""
+        return self.record is not None or self.compared["run_id"].notna().any()
+
+    @property
+    def sample(self) -> bool:
+        ran_on_samples = bool(self.record and self.record.config.get("sample"))
+        return ran_on_samples or bool((self.compared["status"] == "sample-data").any())
+
+    @property
+    def profiles(self) -> list[str]:
+        """The profiles of this chapter's results (else of its run record)."""
+        found = sorted(set(self.compared["profile"].dropna()))
+        return found or ([self.record.profile] if self.record and self.record.profile else [])
+
+    @property
+    def miniature(self) -> bool:
+        """Whether this chapter's results come from a miniature (not the paper's model and data),
+        whose agreement with the paper's numbers is not judged."""
+        done = self.compared[self.compared["status"] != "cited"]
+        if len(done):
+            return not bool(done["judged"].astype(bool).all())
+        return bool(self.ran and (self.sample or (self.record and self.record.profile != report.JUDGED_PROFILE)))
+
+    def data_roots(self) -> list[Path]:
+        """The data roots this chapter's run read (its data_used file and run record)."""
+        roots = []
+        if self.data_used and self.data_used.get("data_root"):
+            roots.append(Path(self.data_used["data_root"]))
+        if self.record and self.record.config.get("data_root"):
+            roots.append(Path(self.record.config["data_root"]))
+        return list(dict.fromkeys(roots))
+
+
+def local_paths(root: Path, out: Path, states: list[ChapterState]) -> dict[str, str]:
+    """The local paths a page may meet, each with the words it shows instead
+    (:func:`sentcl.book.report.public_text`): the checkout (``.``), the output folder
+    (``<out>``), the sample data (``data/samples``) and every real data root
+    (``$SENTCL_DATA``)."""
+    from ..data import samples_root
+
+    known: dict[str, str] = {}
+    samples = Path(samples_root())
+    for path, label in ((root, "."), (out, OUT_LABEL), (samples, "data/samples")):
+        known[str(path)] = known[str(Path(path).resolve())] = label
+    for state in states:
+        for data_root in state.data_roots():
+            label = "data/samples" if data_root.resolve() == samples.resolve() else DATA_ROOT_LABEL
+            known[str(data_root)] = known[str(data_root.resolve())] = label
+    return known
+
+
+def data_root_label(data_root: Path, root: Path | None = None) -> str:
+    """How a page names a data root: ``data/samples`` for the project's sample data, a path
+    relative to the checkout for one inside it, else ``$SENTCL_DATA`` and the folder's name."""
+    from ..data import samples_root
+
+    resolved = Path(data_root).resolve()
+    if resolved == Path(samples_root()).resolve():
+        return "`data/samples` (the project's sample data)"
+    if root is not None and resolved.is_relative_to(Path(root).resolve()):
+        return f"`{resolved.relative_to(Path(root).resolve()).as_posix()}` (in the checkout)"
+    return f"`{DATA_ROOT_LABEL}` (the real data root, a folder named `{_md(resolved.name)}`)"
+
+
+def chapter_states(root: Path, out: Path) -> list[ChapterState]:
+    records = [r for r in read_run_records(out / "records") if r.kind == "notebook"]
+    results = load_results(out)
+    states = []
+    for chapter, title in CHAPTERS.items():
+        mine = [r for r in records if r.chapter == chapter]
+        record = mine[-1] if mine else None
+        executed = out / "notebooks" / f"{chapter}.ipynb"
+        compared = report.compare(chapter, results)
+        run_ids = set(compared["run_id"].dropna()) | ({record.run_id} if record else set())
+        used = out / "data_used" / f"{chapter}.json"
+        states.append(
+            ChapterState(
+                chapter=chapter,
+                title=title,
+                has_notebook=(root / "notebooks" / f"{chapter}.ipynb").is_file(),
+                executed=executed if executed.is_file() else None,
+                record=record,
+                compared=compared,
+                figures=[f for f in report.figures(out, chapter) if f.get("run_id") in run_ids],
+                data_used=json.loads(used.read_text(encoding="utf-8")) if used.is_file() else None,
+            )
+        )
+    return states
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def announcement(states: list[ChapterState]) -> str | None:
+    """The banner on every page when chapters ran on the project's sample data."""
+    on_samples = [s for s in states if s.ran and s.sample]
+    if not on_samples:
+        return None
+    profiles = {s.record.profile for s in on_samples if s.record}
+    names = ", ".join(s.chapter for s in on_samples)
+    if profiles == {"smoke"}:
+        return f"Smoke build ({names}): a tiny model on the project's sample data. It tests the machinery; its numbers say nothing about the papers."
+    return f"Sample data: {names} ran on the project's sample data, not on a real data root, so their numbers say nothing about the papers."
+
+
+def notebook_placeholder(state: ChapterState) -> str:
+    why = (
+        f"was not run into this build's output folder (run `sentcl reproduce --only {state.chapter}`)"
+        if state.has_notebook
+        else "is not written yet"
+    )
+    return (
+        f"# Notebook: {state.chapter}\n\n"
+        f"The chapter's notebook, `notebooks/{state.chapter}.ipynb`, {why}. "
+        f"When it runs, its executed copy, with every output, appears on this page.\n"
+    )
+
+
+def chapter_results(state: ChapterState, known: dict[str, str] | None = None) -> str:
+    """The fragment a chapter page includes: run status, the paper's orderings this run
+    checked, the tables, the figures (``known``: local paths and their labels)."""
+    parts = [_run_status(state, known)]
+    if state.compared.empty:
+        parts.append(
+            f"The paper's reported values are not typed in yet (`data/papers/{state.chapter}.csv`) "
+            "and no results were written.\n"
+        )
+    compared = _public_compared(state.compared, known)
+    if state.ran and not compared.empty:
+        parts.append(_orderings_text(state))
+    for table in report.tables(compared):
+        parts.append(_raw_html(report.comparison_table(compared, table).to_html()))
+    for fig in state.figures:
+        path = f"/{GENERATED.as_posix()}/figures/{state.chapter}/{fig['name']}"
+        svg = f" ({{download}}`SVG <{path}.svg>`)" if Path(fig["svg"]).is_file() else ""
+        caption = _md(report.public_text(fig["caption"], known))
+        parts.append(f":::{{figure}} {path}.png\n:alt: {caption}\n:width: 100%\n\n{caption}{svg}\n:::\n")
+    return "\n".join(parts)
+
+
+def _public_compared(compared: pd.DataFrame, known: dict[str, str] | None) -> pd.DataFrame:
+    """The comparison with local paths replaced in the text shown under the tables."""
+    out = compared.copy()
+    for col in ("data", "note"):
+        out[col] = [v if not isinstance(v, str) else report.public_text(v, known) for v in out[col]]
+    return out
+
+
+def _orderings_text(state: ChapterState) -> str:
+    """One line per table: how many of the paper's orderings of two rows (on the Average
+    column) this run computed, and how many hold."""
+    found = claims.table_orderings(state.compared, ORDERINGS_COLUMN)
+    if not found:
+        return ""
+    per_table = "; ".join(
+        f"{_md(table)}: {sum(o.holds for o in pairs)} of {len(pairs)} hold" for table, pairs in found.items()
+    )
+    why = (
+        " On the sample data they test the code, not the paper."
+        if state.sample
+        else " A miniature cannot match the paper's numbers; these orderings are what it can test."
+        if state.miniature
+        else ""
+    )
+    return (
+        f"**The paper's orderings** (every pair of rows of a table that the paper reports and this run "
+        f"computed, on the {ORDERINGS_COLUMN} column; the executed notebook states each): {per_table}.{why}\n"
+    )
+
+
+def _run_status(state: ChapterState, known: dict[str, str] | None = None) -> str:
+    r = state.record
+    nb_link = f"{{doc}}`executed notebook </notebooks/{state.chapter}>`"
+    if not state.ran:
+        why = "its notebook is not written yet" if not state.has_notebook else "it was not run into this build's output folder"
+        return f":::{{note}}\nNo results in this build: {why}. The tables show the paper's values only.\n:::\n"
+    lines = []
+    if r is not None:
+        lines.append(
+            f"Last run: {r.started[:16].replace('T', ' ')} UTC, profile **{r.profile}**, "
+            f"{duration(r.wall_time_s)} on {_md(r.device)} (run `{r.run_id}`); see the {nb_link}."
+        )
+    else:
+        lines.append("Results written by a notebook run outside `sentcl reproduce` (no run record).")
+    kind = "note"
+    if r is not None and r.status == "failed":
+        kind = "error"
+        error = _md(report.public_text(r.error or "", known))
+        lines.append(f"**This run failed**: {error}. Rows it did not reach show the paper's values only.")
+    if state.sample:
+        kind = "warning" if kind == "note" else kind
+        lines.append(
+            "**Sample data**: this chapter ran on the project's sample data, so its numbers (Δ not "
+            "coloured) test the machinery and say nothing about the paper."
+        )
+    elif state.miniature:
+        profiles = ", ".join(state.profiles) or "this"
+        lines.append(
+            f"**A miniature** ({profiles} profile): a smaller stand-in encoder, already trained on other data "
+            "(see the notes under the tables), fine-tuned on a fraction of the paper's training data. How close its "
+            "numbers come to the paper's is coincidence, so its Δ are not coloured or counted as agreement; "
+            "what it can test is the paper's ordering of its rows."
+        )
+    return f":::{{{kind}}}\n" + "\n\n".join(lines) + "\n:::\n"
+
+
+def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -> str:
+    """The scorecard: per chapter what its run can say -- agreement with the paper's numbers
+    for a paper-profile run, the paper's orderings for any run -- then every table."""
+    good, fair = report.THRESHOLDS
+    parts = [
+        WIDE_PAGE + "# Reproducibility scorecard\n",
+        "Every cell of every table of the four papers: the paper's value, ours where this build "
+        "computed it, and the difference Δ = ours − paper. A row we do not recompute shows the "
+        "paper's value, labelled *cited*. Generated from the results files of this build.\n",
+        "Agreement is judged only for runs of the **paper** profile, the paper's models on the paper's "
+        f"data: green |Δ| ≤ {good:g} point, amber ≤ {fair:g}, red beyond, on a 0–100 scale. A "
+        "**miniature** -- the demo profile (a small stand-in encoder such as all-MiniLM-L6-v2, already "
+        "trained on a billion sentence pairs, fine-tuned on a subset), the smoke profile or any run on "
+        "the project's sample data -- cannot match the paper's numbers except by coincidence, so its Δ "
+        "are shown uncoloured and not counted. What a miniature can test is the paper's **orderings**: "
+        f"for each table, every pair of rows that the paper reports and this run computed, on the "
+        f"{ORDERINGS_COLUMN} column; *hold* counts the pairs our numbers order as the paper does.\n",
+        "## Summary\n",
+    ]
+    header = ["chapter", "run", "paper cells", "computed", "orderings checked", "orderings hold",
+              "agrees", "close", "differs", "cited", "ours only"]
+    rows = []
+    for s in states:
+        counts = report.summary(s.compared)
+        checked, hold = claims.ordering_counts(s.compared, ORDERINGS_COLUMN)
+        judged = counts["judged"] > 0
+        agreement = [str(counts[a]) if judged else "—" for a in report.AGREEMENT]
+        rows.append([
+            f"[{s.chapter}](../{s.chapter}.md)", _run_label(s), str(counts["paper cells"]), str(counts["computed"]),
+            str(checked) if s.ran else "—", str(hold) if s.ran else "—", *agreement,
+            str(counts["cited"]), str(counts["ours only"]),
+        ])
+    parts.append(_md_table(header, rows, full_width=True))
+    parts.append(
+        "*run*: the profile of the chapter's results (*miniature*: not judged against the paper's "
+        "numbers; *sample data*: the project's sample data, which tests the code); *computed*: the "
+        "paper's cells this run computed; *agrees*, *close*, *differs*: paper-profile runs only "
+        "(— for a miniature or a chapter that has not run).\n"
+    )
+    for s in states:
+        parts.append(f"## [{_md(s.title)}](../{s.chapter}.md)\n")
+        if s.compared.empty:
+            parts.append(f"No paper values typed in yet (`data/papers/{s.chapter}.csv`) and no results.\n")
+        elif not s.ran:
+            parts.append("Not run in this build: the tables show the paper's values only.\n")
+        else:
+            parts.append(_orderings_text(s))
+        compared = _public_compared(s.compared, known)
+        for table in report.tables(compared):
+            table_html = report.comparison_table(compared, table, caption=f"{s.chapter}: {table}").to_html()
+            parts.append(_full_width(_raw_html(table_html)))
+    return "\n".join(parts)
+
+
+def _run_label(state: ChapterState) -> str:
+    """The scorecard's word for a chapter's run: its profile, and whether it is a miniature."""
+    if not state.ran:
+        return "not run"
+    profiles = ", ".join(state.profiles) or "?"
+    if state.sample:
+        return f"{profiles} (sample data)"
+    return f"{profiles} (miniature)" if state.miniature else profiles
+
+
+def datasets(states: list[ChapterState], root: Path | None = None) -> str:
+    """The datasets appendix: the registry, and what this build read. A data root is named,
+    never shown by its local path (:func:`data_root_label`)."""
+    from ..data import registry
+
+    roots = sorted({r for s in states for r in s.data_roots()})
+    labels = {r: data_root_label(r, root) for r in roots}
+    parts = [
+        WIDE_PAGE + "# Datasets\n",
+        "Every dataset the chapters use, from the project's registry (`data/registry/*.yaml`): "
+        "where it comes from, its licence, the records each split must give, and what this build read.\n",
+        "Data roots of this build: " + (", ".join(dict.fromkeys(labels.values())) or "none (nothing was run)") + ". "
+        f"`{DATA_ROOT_LABEL}` is the data root a run was given (`--data-dir`, else `$SENTCL_DATA`); "
+        "its location on the machine that built this book is not published.\n",
+    ]
+    loaded: dict[str, list[str]] = {}
+    for s in states:
+        for d in (s.data_used or {}).get("datasets", []):
+            note = f"{s.chapter}: {d['split']}, {d['records']} records" + (" (sample data)" if d.get("sample") else "")
+            if d.get("dropped"):
+                note += ", dropped " + ", ".join(f"{k} {v}" for k, v in d["dropped"].items())
+            loaded.setdefault(d["name"], []).append(note)
+    entries = registry()
+    if not entries:
+        parts.append("No dataset is registered yet.\n")
+    else:
+        parts.append(
+            _md_table(
+                ["dataset", "title", "chapters", "read by this build"],
+                [[f"`{n}`", _md(i.title), ", ".join(i.papers) or "—", "yes" if n in loaded else "no"] for n, i in entries.items()],
+                full_width=True,
+            )
+        )
+    for name, info in entries.items():
+        chapters = ", ".join(f"[{c}](../{c}.md)" if c in CHAPTERS else c for c in info.papers) or "—"
+        splits = "; ".join(
+            f"{split}: {sp.count if sp.count is not None else '?'} records"
+            + (" (dropped: " + ", ".join(f"{k} {v}" for k, v in sp.dropped.items()) + ")" if sp.dropped else "")
+            for split, sp in info.splits.items()
+        )
+        present = []
+        for data_root in roots:
+            have = [sp for sp, si in info.splits.items() if all((data_root / info.folder / f).exists() for f in si.files)]
+            present.append(f"{labels[data_root]}: " + (", ".join(have) if have else "absent"))
+        parts.append(
+            f"## {_md(info.title)}\n\n"
+            f"- Name: `{name}` ({info.kind}); chapters: {chapters}\n"
+            f"- Source: {_md(info.source)}\n"
+            f"- Licence: {_md(info.licence)}\n"
+            + (f"- Citation: {_md(info.citation)}\n" if info.citation else "")
+            + f"- Splits: {splits}\n"
+            + (f"- Splits present in this build's data roots: {'; '.join(present)}\n" if present else "")
+            + f"- Read by this build: {'; '.join(loaded.get(name, [])) or 'no'}\n"
+            + (f"\n{_md(info.notes)}\n" if info.notes else "")
+        )
+    return "\n".join(parts)
+
+
+def environment_page(records: list[RunRecord], known: dict[str, str] | None = None) -> str:
+    from importlib import metadata
+
+    parts = [
+        WIDE_PAGE + "# Environment\n",
+        "Generated from the run records of this build (`records/` in the output folder): the versions "
+        "and the machine each run used, and what it cost. "
+        f"Book built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC with jupyter-book "
+        f"{_version(metadata, 'jupyter-book')}.\n",
+    ]
+    if not records:
+        parts.append("No run records: nothing was run into this build's output folder.\n")
+        return "\n".join(parts)
+    packages = list(records[-1].versions)
+    parts.append("## Versions and devices\n")
+    combos: dict[tuple, list[str]] = {}
+    for r in records:
+        combos.setdefault((r.device, *(r.versions.get(p, "?") for p in packages)), []).append(r.name)
+    parts.append(
+        _md_table(["device", *packages, "runs"], [[*k, ", ".join(dict.fromkeys(v))] for k, v in combos.items()], full_width=True)
+    )
+    parts.append("## Runs\n")
+    rows = [
+        [r.started[:16].replace("T", " "), r.kind, r.name, r.profile or "—", r.status, duration(r.wall_time_s),
+         "—" if r.peak_memory_mb is None else f"{r.peak_memory_mb:.0f} MiB",
+         "—" if r.peak_gpu_memory_mb is None else f"{r.peak_gpu_memory_mb:.0f} MiB", f"`{r.run_id}`"]
+        for r in records
+    ]
+    header = ["started (UTC)", "kind", "name", "profile", "status", "wall time", "peak memory", "peak GPU memory", "run id"]
+    parts.append(_md_table(header, rows, full_width=True))
+    failed = [r for r in records if r.status == "failed"]
+    for r in failed:
+        parts.append(f"- `{r.run_id}` ({r.name}) failed: {_md(report.public_text(r.error or '', known))}")
+    return "\n".join(parts) + "\n"
+
+
+def timings(records: list[RunRecord]) -> str:
+    """The introduction's table: how long each chapter took, where: the latest successful
+    notebook run per chapter, profile and device (``records`` oldest first)."""
+    latest = {(r.chapter, r.profile, r.device): r for r in records if r.kind == "notebook" and r.status == "ok"}
+    done = list(latest.values())
+    if not done:
+        return "No chapter has run into this build yet, so there are no measured times to show.\n"
+    rows = [
+        [f"[{r.chapter}]({r.chapter}.md)" if r.chapter in CHAPTERS else (r.chapter or r.name), r.profile or "—",
+         _md(r.device), duration(r.wall_time_s), "—" if r.peak_memory_mb is None else f"{r.peak_memory_mb:.0f} MiB",
+         r.started[:10]]
+        for r in done
+    ]
+    return _md_table(["chapter", "profile", "device", "wall time", "peak memory", "measured"], rows)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _raw_html(fragment: str) -> str:
+    lines = [line for line in fragment.splitlines() if line.strip()]
+    return "```{raw} html\n" + "\n".join(lines) + "\n```\n"
+
+
+def _md(text: Any) -> str:
+    """Plain text made safe inside MyST markdown (no math, no table breaks, no local paths)."""
+    text = report.public_text(text)
+    return html.escape(text, quote=False).replace("$", r"\$").replace("|", r"\|").replace("\n", " ").strip()
+
+
+def _md_table(header: list[str], rows: list[list[str]], full_width: bool = False) -> str:
+    """A markdown table in a box that scrolls sideways when the table is wider than the page
+    (``sentcl-wide`` in ``book/_static/sentcl.css``); ``full_width`` (only on a page without
+    the contents panel, :data:`WIDE_PAGE`) lets it use the right margin too."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    classes = "full-width sentcl-wide" if full_width else "sentcl-wide"
+    return f":::{{div}} {classes}\n\n" + "\n".join(lines) + "\n:::\n"
+
+
+def _full_width(fragment: str) -> str:
+    """A page fragment that may use the right margin (only on a :data:`WIDE_PAGE`)."""
+    return ":::{div} full-width\n\n" + fragment + "\n:::\n"
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds as '42 s', '3 min 05 s' or '2 h 10 min'."""
+    if seconds is None:
+        return "—"
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {sec:02d} s" if minutes else f"{seconds:.0f} s"
+
+
+def _version(metadata, name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "?"
