@@ -14,7 +14,6 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from sentcl.artifacts import ArtifactCache
-from sentcl.book.records import read_run_records
 from sentcl.data import TrainingData
 from sentcl.data.registry import load, samples_root
 from sentcl.embeddings import embedder, encode
@@ -32,6 +31,7 @@ from sentcl.training import (
     Trainer,
     TrainingConfig,
 )
+from sentcl.training.checkpoint import load_state
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -116,24 +116,6 @@ def test_same_seed_same_numbers(tmp_path, pairs, evaluator):
     assert a.losses == b.losses and a.evaluations == b.evaluations and same_weights(wa, wb)
     assert [e["step"] for e in a.evaluations] == [8, 15]  # eval_fraction 0.5 of 15 steps
     assert a.losses != c.losses and not same_weights(wa, wc)
-    # the run record: config, seed, versions, device, wall time, peak memory
-    (record,) = read_run_records(tmp_path / "a" / "records")
-    assert record.kind == "training" and record.seed == 3 and record.status == "ok"
-    assert record.versions["torch"] and record.device and record.wall_time_s > 0 and record.peak_memory_mb > 0
-    assert record.config["run"]["config"]["batch_size"] == 8 and record.config["steps"] == 15
-
-
-def test_eval_points():
-    cfg = TrainingConfig(eval_fraction=0.1)
-    assert sorted(cfg.eval_points(100)) == list(range(10, 101, 10))
-    assert sorted(TrainingConfig(eval_fraction=0.3).eval_points(7)) == [3, 5, 7]
-    assert sorted(TrainingConfig(eval_fraction=1.0).eval_points(5)) == [5]
-    with pytest.raises(ConfigError, match="not both"):
-        TrainingConfig(eval_fraction=0.1, eval_steps=5)
-    with pytest.raises(ConfigError, match="needs an evaluation schedule"):
-        TrainingConfig(metric_for_best="spearman")
-    with pytest.raises(ConfigError, match="unknown training option"):
-        TrainingConfig.from_dict({"lr": 1})
 
 
 # ---------------------------------------------------------------------------------------- resume
@@ -227,6 +209,41 @@ def test_resume_restores_loss_sampler_and_callback_state(tmp_path, pairs, evalua
     assert geometry[0] == {"step": 0, **{k: initial[k] for k in ("alignment", "uniformity", "anisotropy")}}
     assert json.loads((tmp_path / "resumed" / "geometry.json").read_text()) == geometry
     assert resumed.loss.ids_seen == straight.loss.ids_seen[20:]
+
+
+def test_output_folder_keeps_the_layout_of_checkpoint_format_1(tmp_path, pairs):
+    """The names and entries that checkpoints written by earlier versions have: they must still resume."""
+    scores = iter([0.5, 0.1])
+    cfg = TrainingConfig(**FAST, eval_steps=2, metric_for_best="dev", checkpoint_steps=3, keep_checkpoints=2)
+    crashing = Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, cfg, evaluator=lambda m: {"dev": next(scores)},
+                       callbacks=[CrashAt(5)], show_progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        crashing.train(tmp_path)
+    # checkpoints after the evaluations at 2 and 4 and at step 3; the newest two kept; the best weights of step 2
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["checkpoint-00000003", "checkpoint-00000004"]
+    assert [p.name for p in (tmp_path / "best").iterdir()] == ["step-00000002"]
+    assert sorted(p.name for p in (tmp_path / "best" / "step-00000002").iterdir()) == [
+        "best.json", "state.json", "state.safetensors"]  # fmt: skip
+    folder = tmp_path / "checkpoints" / "checkpoint-00000004"
+    assert sorted(p.name for p in folder.iterdir()) == ["state.json", "state.safetensors"]
+    tree = load_state(folder)
+    assert list(tree) == "format trainer plan model loss optimizer scheduler scaler sampler callbacks rng".split()
+    assert list(tree["trainer"]) == (
+        "run_key world_size total_steps steps_per_epoch epoch batches_done global_step best_metric best_step "
+        "stopped_early done losses evaluations loss_sum_since_log steps_since_log loss_sum_since_eval steps_since_eval"
+    ).split()
+    assert tree["format"] == 1 and tree["trainer"]["global_step"] == 4 and tree["trainer"]["best_step"] == 2
+    assert (tree["trainer"]["steps_since_log"], tree["trainer"]["steps_since_eval"]) == (0, 0)  # logged, evaluated at 4
+    # the schedule's attributes, once per parameter group (weight matrices, biases and LayerNorm weights)
+    assert tree["scheduler"]["lr_lambdas"] == [{"kind": "linear", "warmup_steps": 2, "total_steps": 15}] * 2
+    resumed = Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, TrainingConfig(**{**cfg.to_dict(), "max_steps": 6}),
+                      evaluator=lambda m: {"dev": 0.0}, show_progress=False)
+    with pytest.raises(ConfigError, match="holds checkpoints of another run"):  # max_steps is part of the run's key
+        resumed.train(tmp_path)
+    resumed = Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, cfg, evaluator=lambda m: {"dev": 0.0},
+                      show_progress=False)
+    result = resumed.train(tmp_path)
+    assert result.resumed_from_step == 4 and result.global_step == 15 and result.best_step == 2
 
 
 def test_finished_run_is_loaded_and_foreign_runs_refused(tmp_path, pairs):

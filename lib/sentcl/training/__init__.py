@@ -40,31 +40,25 @@ and GradCache's random-state replay (``RandContext``). The loop itself is short 
 does the same work as the HF trainer's (tokenise, forward, loss, backward, clip, AdamW,
 scheduler): ``benchmarks/trainer_step_time.py`` measures both on the same batches.
 
-Modules: :mod:`~sentcl.training.config` (:class:`TrainingConfig`),
-:mod:`~sentcl.training.samplers`,
+Modules: :mod:`~sentcl.training.config` (:class:`TrainingConfig`, :class:`WarmupSchedule`, and
+when a step logs, evaluates, checkpoints), :mod:`~sentcl.training.samplers`,
 :mod:`~sentcl.training.callbacks` (:class:`Callback`, :class:`GeometryCallback`),
 :mod:`~sentcl.training.trainer` (:class:`Trainer`, :class:`TrainingResult`),
-:mod:`~sentcl.training.checkpoint` (checkpoint files, random state, :func:`seed_everything`),
-:mod:`~sentcl.training.gradcache`, :mod:`~sentcl.training.distributed`.
+:mod:`~sentcl.training.checkpoint` (:class:`TrainerState`, checkpoint files and a run's output
+folder, random state, :func:`seed_everything`), :mod:`~sentcl.training.gradcache`,
+:mod:`~sentcl.training.distributed`.
 """
 
 from sentcl.training.callbacks import Callback, GeometryCallback
-from sentcl.training.checkpoint import seed_everything
-from sentcl.training.config import TrainingConfig
+from sentcl.training.checkpoint import TrainerState, checkpoints, latest_checkpoint, seed_everything
+from sentcl.training.config import TrainingConfig, WarmupSchedule
 from sentcl.training.samplers import (
     BatchSampler,
     NoDuplicatesBatchSampler,
     RandomBatchSampler,
     SequentialBatchSampler,
 )
-from sentcl.training.trainer import (
-    BATCH_EXTRAS,
-    Trainer,
-    TrainerState,
-    TrainingResult,
-    checkpoints,
-    latest_checkpoint,
-)
+from sentcl.training.trainer import BATCH_EXTRAS, Trainer, TrainingResult
 
 __all__ = [
     "BATCH_EXTRAS",
@@ -78,6 +72,7 @@ __all__ = [
     "TrainerState",
     "TrainingConfig",
     "TrainingResult",
+    "WarmupSchedule",
     "checkpoints",
     "latest_checkpoint",
     "seed_everything",

@@ -13,23 +13,49 @@ generator states, the loss's and the sampler's state, the trainer's counters and
 
 Nothing is pickled: a checkpoint can be read without running code from it. Values other than
 tensors, arrays, dicts, lists, tuples, str, int, float, bool and None are refused.
+
+A run's output folder (:class:`~sentcl.training.Trainer`), kept here so that the trainer's loop
+holds no file names:
+
+``checkpoints/checkpoint-<step, 8 digits>/``
+    a checkpoint tree (:func:`save_checkpoint`): ``format`` (:data:`CHECKPOINT_FORMAT`),
+    ``trainer`` (:meth:`TrainerState.to_dict`) and the parts the trainer gives it (``plan``,
+    ``model``, ``loss``, ``optimizer``, ``scheduler``, ``scaler``, ``sampler``, ``callbacks``,
+    ``rng``); the newest ``keep_checkpoints`` are kept;
+``best/step-<step, 8 digits>/``
+    the weights of the best evaluation so far, and that evaluation in ``best.json``;
+``trainer_state.json`` (:data:`STATE_FILE`)
+    written once the run's model is: the final :class:`TrainerState` and the run's description.
+    Then the checkpoints and best weights are removed (:func:`write_finished`).
+
+Changing the names or the tree makes existing checkpoints unreadable: raise
+:data:`CHECKPOINT_FORMAT` then.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import safetensors.torch
 import torch
+from torch import nn
 
 from sentcl.errors import ConfigError, DataFormatError
+from sentcl.io import atomic_directory, atomic_write_json, read_json
 
 TENSORS_FILE = "state.safetensors"
 TREE_FILE = "state.json"
+STATE_FILE = "trainer_state.json"
+"""The finished run's state, in its output folder."""
+CHECKPOINT_FORMAT = 1
+"""The version of the checkpoint tree (its ``format`` entry); checkpoints of another are refused."""
 
 _TAGS = ("__tensor__", "__ndarray__", "__dict__", "__tuple__")
 
@@ -147,4 +173,236 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # seeds every CUDA device too
 
 
-__all__ = ["TENSORS_FILE", "TREE_FILE", "load_state", "rng_state", "save_state", "seed_everything", "set_rng_state"]
+# ---------------------------------------------------------------------------------- the trainer's state
+
+
+@dataclass
+class RunningMean:
+    """The mean of the values added since the last :meth:`take`: a log entry's or an evaluation's
+    training loss is the mean over the optimizer steps since the previous entry or evaluation."""
+
+    total: float = 0.0
+    count: int = 0
+
+    def add(self, value: float) -> None:
+        self.total += value
+        self.count += 1
+
+    def take(self) -> float | None:
+        """The mean of the values added (None when there were none), and start over."""
+        mean = self.total / self.count if self.count else None
+        self.total, self.count = 0.0, 0
+        return mean
+
+
+_RUNNING_MEANS = {"log": "loss_since_log", "eval": "loss_since_eval"}
+"""Which :class:`TrainerState` running mean is saved as ``loss_sum_since_<key>`` / ``steps_since_<key>``."""
+
+
+@dataclass
+class TrainerState:
+    """The trainer's counters and history: saved in every checkpoint and in ``trainer_state.json``."""
+
+    run_key: str
+    world_size: int
+    total_steps: int
+    steps_per_epoch: int
+    epoch: int = 0
+    """Epochs completed."""
+    batches_done: int = 0
+    """Batches of the current epoch's plan already trained on."""
+    global_step: int = 0
+    """Optimizer steps taken."""
+    best_metric: float | None = None
+    best_step: int | None = None
+    stopped_early: bool = False
+    done: bool = False
+    losses: list[dict[str, Any]] = field(default_factory=list)
+    """Every ``log_steps`` steps: step, epoch, mean training loss since the previous entry, and the
+    learning rate of the entry's last step (of the first parameter group)."""
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    """Every evaluation: step, epoch, the evaluator's metrics, ``train_loss`` since the previous one."""
+    loss_since_log: RunningMean = field(default_factory=RunningMean)
+    """The training losses of the steps since the last entry of :attr:`losses`."""
+    loss_since_eval: RunningMean = field(default_factory=RunningMean)
+    """The training losses of the steps since the last evaluation."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The state as JSON data, each running mean as its sum and count (``loss_sum_since_log``,
+        ``steps_since_log``, ``loss_sum_since_eval``, ``steps_since_eval``: the keys checkpoints
+        have always had)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _RUNNING_MEANS.values()}
+        for key, name in _RUNNING_MEANS.items():
+            mean = getattr(self, name)
+            out[f"loss_sum_since_{key}"], out[f"steps_since_{key}"] = mean.total, mean.count
+        return out
+
+    @classmethod
+    def from_dict(cls, saved: dict[str, Any]) -> TrainerState:
+        """The state :meth:`to_dict` returned, read back from a checkpoint or ``trainer_state.json``."""
+        saved = dict(saved)
+        means = {
+            name: RunningMean(saved.pop(f"loss_sum_since_{key}"), saved.pop(f"steps_since_{key}"))
+            for key, name in _RUNNING_MEANS.items()
+        }
+        return cls(**saved, **means)
+
+
+# ---------------------------------------------------------------------------------- a run's output folder
+
+
+def checkpoints(output_dir: str | os.PathLike) -> list[Path]:
+    """The complete checkpoints in ``output_dir``, oldest first (temporary folders are not listed)."""
+    folder = Path(output_dir) / "checkpoints"
+    return sorted(p for p in folder.glob("checkpoint-*") if p.is_dir()) if folder.is_dir() else []
+
+
+def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint in ``output_dir``, or None."""
+    found = checkpoints(output_dir)
+    return found[-1] if found else None
+
+
+def save_checkpoint(output_dir: str | os.PathLike, state: TrainerState, parts: dict[str, Any], keep: int) -> Path:
+    """Write the checkpoint of ``state.global_step`` into ``output_dir`` (atomically: a kill leaves
+    the previous ones complete), then remove all but the newest ``keep``. ``parts`` are the tree's
+    entries beside ``format`` and ``trainer`` (see the module doc). Returns the checkpoint's folder."""
+    folder = Path(output_dir) / "checkpoints" / f"checkpoint-{state.global_step:08d}"
+    with atomic_directory(folder) as tmp:
+        save_state(tmp, {"format": CHECKPOINT_FORMAT, "trainer": state.to_dict(), **parts})
+    for old in checkpoints(output_dir)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def load_checkpoint(folder: Path, run_key: str, world_size: int) -> tuple[TrainerState, dict[str, Any]]:
+    """The state and the other parts of the checkpoint in ``folder``, refused unless it is of the run
+    ``run_key`` (configuration, loss, sampler, data and initial model) and of ``world_size`` processes."""
+    tree = load_state(folder)
+    saved = tree.pop("trainer", None)
+    if tree.pop("format", None) != CHECKPOINT_FORMAT or not isinstance(saved, dict) or saved.get("run_key") != run_key:
+        raise ConfigError(
+            f"{folder.parent.parent} holds checkpoints of another run (a different configuration, loss, sampler, "
+            "data or initial model): give this run its own output folder, or delete that one to start over"
+        )
+    if saved["world_size"] != world_size:
+        raise ConfigError(
+            f"{folder} was written by {saved['world_size']} process(es); resume it with the same number "
+            f"(this run has {world_size})"
+        )
+    return TrainerState.from_dict(saved), tree
+
+
+def pack_plan(plan: list[np.ndarray] | None) -> dict[str, torch.Tensor] | None:
+    """An epoch's batches (row indices) as two tensors: the rows in order and the batches' offsets."""
+    if plan is None:
+        return None
+    offsets = np.cumsum([0] + [len(b) for b in plan])
+    return {"rows": torch.from_numpy(np.concatenate(plan)), "offsets": torch.from_numpy(offsets)}
+
+
+def unpack_plan(packed: dict[str, torch.Tensor] | None) -> list[np.ndarray] | None:
+    """The batches :func:`pack_plan` packed."""
+    if packed is None:
+        return None
+    return list(np.split(packed["rows"].numpy(), packed["offsets"].numpy()[1:-1]))
+
+
+def loss_own_state(loss: nn.Module, model: nn.Module) -> dict[str, Any]:
+    """The loss's state without the model's (a loss holds the model it trains as a submodule)."""
+    prefixes = _model_prefixes(loss, model)
+    return {k: v for k, v in loss.state_dict().items() if not k.startswith(prefixes)}
+
+
+def load_loss_own_state(loss: nn.Module, model: nn.Module, state: dict[str, Any], folder: Path) -> None:
+    """Load what :func:`loss_own_state` saved (read from the checkpoint in ``folder``) into ``loss``;
+    every entry of the loss's own state must be there, and nothing else."""
+    missing, unexpected = loss.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not k.startswith(_model_prefixes(loss, model))]
+    if missing or unexpected:
+        found = f"missing {missing}, unexpected {unexpected}"
+        raise DataFormatError(folder, None, f"the state of {type(loss).__name__}", found)
+
+
+def _model_prefixes(loss: nn.Module, model: nn.Module) -> tuple[str, ...]:
+    return tuple(f"{name}." for name, module in loss.named_modules(remove_duplicate=False) if module is model and name)
+
+
+def best_dir(output_dir: str | os.PathLike, step: int) -> Path:
+    """Where the weights of the evaluation at ``step`` are kept while it is the best."""
+    return Path(output_dir) / "best" / f"step-{step:08d}"
+
+
+def save_best(output_dir: str | os.PathLike, step: int, model_state: dict[str, Any], evaluation: dict[str, Any]) -> None:
+    """Keep ``model_state``, the weights at ``step``, the new best ``evaluation``'s."""
+    with atomic_directory(best_dir(output_dir, step)) as tmp:
+        save_state(tmp, {"model": model_state})
+        atomic_write_json(tmp / "best.json", evaluation)
+
+
+def load_best(output_dir: str | os.PathLike, step: int) -> dict[str, Any]:
+    """The weights :func:`save_best` kept for ``step``."""
+    return load_state(best_dir(output_dir, step))["model"]
+
+
+def prune_best(output_dir: str | os.PathLike, best_step: int | None) -> None:
+    """Remove best weights other than those of ``best_step`` (call it once a checkpoint names it: an
+    older checkpoint may still name an older best)."""
+    keep = best_dir(output_dir, best_step) if best_step is not None else None
+    for folder in sorted((Path(output_dir) / "best").glob("step-*")):
+        if folder != keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def write_finished(output_dir: str | os.PathLike, state: TrainerState, description: dict[str, Any]) -> None:
+    """Mark the run in ``output_dir`` finished (call it once its model is written): its final state
+    and ``description`` (what decides the model) in :data:`STATE_FILE`; then remove the checkpoints
+    and best weights, which the finished run no longer needs."""
+    output_dir = Path(output_dir)
+    atomic_write_json(output_dir / STATE_FILE, {"state": state.to_dict(), "run": description})
+    shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
+    shutil.rmtree(output_dir / "best", ignore_errors=True)
+
+
+def read_finished(output_dir: str | os.PathLike, run_key: str) -> TrainerState | None:
+    """The final state of the finished run in ``output_dir`` (None: it has not finished), refused
+    unless it is of the run ``run_key``."""
+    path = Path(output_dir) / STATE_FILE
+    if not path.is_file():
+        return None
+    saved = read_json(path, "the JSON state of a finished training run")
+    if saved["state"]["run_key"] != run_key:
+        raise ConfigError(
+            f"{output_dir} holds a finished run with another configuration, loss, sampler, data or "
+            "initial model: give this run its own output folder, or delete that one to start over"
+        )
+    return TrainerState.from_dict(saved["state"])
+
+
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "STATE_FILE",
+    "TENSORS_FILE",
+    "TREE_FILE",
+    "RunningMean",
+    "TrainerState",
+    "best_dir",
+    "checkpoints",
+    "latest_checkpoint",
+    "load_best",
+    "load_checkpoint",
+    "load_loss_own_state",
+    "load_state",
+    "loss_own_state",
+    "pack_plan",
+    "prune_best",
+    "read_finished",
+    "rng_state",
+    "save_best",
+    "save_checkpoint",
+    "save_state",
+    "seed_everything",
+    "set_rng_state",
+    "unpack_plan",
+    "write_finished",
+]

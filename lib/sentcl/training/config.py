@@ -1,4 +1,7 @@
-"""The training configuration: every hyperparameter of a run, validated, JSON-able, hashable."""
+"""The training configuration: every hyperparameter of a run, validated, JSON-able, hashable; and what
+follows from it alone: the steps of a run, the learning-rate schedule (:class:`WarmupSchedule`) and
+after which optimizer steps the trainer logs, evaluates, checkpoints or stops early (the ``due_to_*``
+methods), so that the loop reads as a list of named decisions and each can be tested on its own."""
 
 from __future__ import annotations
 
@@ -6,11 +9,11 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from sentcl.errors import ConfigError
+from sentcl.errors import ConfigError, check_choice, check_number, check_positive_int
 
 OPTIMIZERS = ("adamw", "adam")
 SCHEDULERS = ("linear", "constant_with_warmup", "constant")
-PRECISIONS = ("fp32", "bf16", "fp16")
+TRAINING_PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -73,33 +76,27 @@ class TrainingConfig:
     log_steps: int = 10
 
     def __post_init__(self) -> None:
-        _positive_int(self, "epochs", "batch_size", "gradient_accumulation_steps", "keep_checkpoints", "log_steps")
-        _positive_int(
-            self,
-            "max_steps",
-            "gradient_cache_chunk",
-            "eval_steps",
-            "checkpoint_steps",
-            "early_stopping_patience",
-            optional=True,
-        )
+        for name in ("epochs", "batch_size", "gradient_accumulation_steps", "keep_checkpoints", "log_steps"):
+            check_positive_int(name, getattr(self, name))
+        for name in ("max_steps", "gradient_cache_chunk", "eval_steps", "checkpoint_steps", "early_stopping_patience"):
+            check_positive_int(name, getattr(self, name), optional=True)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ConfigError(f"seed must be an integer, got {self.seed!r}")
         for name in ("learning_rate", "adam_epsilon"):
-            _number(self, name, low=0.0, low_open=True)
-        _number(self, "weight_decay", low=0.0)
-        _number(self, "warmup_ratio", low=0.0, high=1.0)
+            check_number(name, getattr(self, name), low=0.0, low_open=True)
+        check_number("weight_decay", self.weight_decay, low=0.0)
+        check_number("warmup_ratio", self.warmup_ratio, low=0.0, high=1.0)
         if self.max_grad_norm is not None:
-            _number(self, "max_grad_norm", low=0.0, low_open=True)
+            check_number("max_grad_norm", self.max_grad_norm, low=0.0, low_open=True)
         betas = tuple(self.adam_betas)
         if len(betas) != 2 or not all(isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in betas):
             raise ConfigError(f"adam_betas must be two numbers in [0, 1), got {self.adam_betas!r}")
         object.__setattr__(self, "adam_betas", tuple(float(b) for b in betas))
-        _choice(self, "optimizer", OPTIMIZERS)
-        _choice(self, "scheduler", SCHEDULERS)
-        _choice(self, "precision", PRECISIONS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("scheduler", self.scheduler, SCHEDULERS)
+        check_choice("precision", self.precision, TRAINING_PRECISIONS)
         if self.eval_fraction is not None:
-            _number(self, "eval_fraction", low=0.0, high=1.0, low_open=True)
+            check_number("eval_fraction", self.eval_fraction, low=0.0, high=1.0, low_open=True)
         if self.eval_fraction is not None and self.eval_steps is not None:
             raise ConfigError("give eval_fraction (a fraction of an epoch) or eval_steps (optimizer steps), not both")
         if self.metric_for_best is not None and not isinstance(self.metric_for_best, str):
@@ -139,30 +136,76 @@ class TrainingConfig:
             for k in range(1, count + 1)
         )
 
+    def optimizer_steps(self, batches: int) -> int:
+        """Optimizer steps over ``batches`` batches (the last step may accumulate fewer): an epoch's
+        steps, or with the batches done so far the 1-based number of the current step in its epoch."""
+        return math.ceil(batches / self.gradient_accumulation_steps)
 
-def _positive_int(cfg: TrainingConfig, *names: str, optional: bool = False) -> None:
-    for name in names:
-        value = getattr(cfg, name)
-        if value is None and optional:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{name} must be a positive integer{' or None' if optional else ''}, got {value!r}")
+    def total_steps(self, steps_per_epoch: int) -> int:
+        """Optimizer steps of the whole run: ``epochs`` epochs, cut short by ``max_steps``."""
+        total = self.epochs * steps_per_epoch
+        return total if self.max_steps is None else min(total, self.max_steps)
+
+    def schedule(self, total_steps: int) -> WarmupSchedule:
+        """The learning-rate factor of a run of ``total_steps`` optimizer steps (warm-up rounded up)."""
+        return WarmupSchedule(self.scheduler, math.ceil(total_steps * self.warmup_ratio), total_steps)
+
+    def due_to_log(self, step: int, *, last: bool) -> bool:
+        """Whether the training loss is logged after optimizer step ``step``: every ``log_steps`` and at
+        the ``last`` step of the run (so that no step's loss goes unreported)."""
+        return step % self.log_steps == 0 or last
+
+    def due_to_evaluate(
+        self, step: int, step_in_epoch: int, steps_per_epoch: int, *, last: bool, evaluator: bool
+    ) -> bool:
+        """Whether to evaluate after optimizer step ``step``, the ``step_in_epoch``-th (1-based) of an
+        epoch of ``steps_per_epoch``: at the :meth:`eval_points`, every ``eval_steps``, and at the
+        ``last`` step of the run when the run evaluates at all (it has an ``evaluator``, or a
+        schedule, which monitors the training loss without one)."""
+        if step_in_epoch in self.eval_points(steps_per_epoch):
+            return True
+        if self.eval_steps is not None and step % self.eval_steps == 0:
+            return True
+        return last and (evaluator or self.eval_fraction is not None or self.eval_steps is not None)
+
+    def improves(self, value: float, best: float | None) -> bool:
+        """Whether ``value`` of ``metric_for_best`` beats ``best``, the best so far (None: there is
+        none yet), in the direction ``greater_is_better`` says; NaN never does."""
+        if math.isnan(value):
+            return False
+        return best is None or (value > best if self.greater_is_better else value < best)
+
+    def due_to_stop(self, step: int, best_step: int | None) -> bool:
+        """Whether early stopping ends training after optimizer step ``step``: ``early_stopping_patience``
+        steps have passed since the best evaluation, at ``best_step`` (None: none yet, counted from 0)."""
+        patience = self.early_stopping_patience
+        return patience is not None and step - (best_step or 0) >= patience
+
+    def due_to_checkpoint(self, step: int, *, evaluated: bool, epoch_end: bool, done: bool) -> bool:
+        """Whether to write a checkpoint after optimizer step ``step``: after an evaluation, at the end
+        of an epoch or of training (``done``), and every ``checkpoint_steps`` (see Checkpoints above)."""
+        if evaluated or epoch_end or done:
+            return True
+        return self.checkpoint_steps is not None and step % self.checkpoint_steps == 0
 
 
-def _number(
-    cfg: TrainingConfig, name: str, low: float | None = None, high: float | None = None, low_open: bool = False
-) -> None:
-    value = getattr(cfg, name)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if ok and low is not None:
-        ok = value > low if low_open else value >= low
-    if ok and high is not None:
-        ok = value <= high
-    if not ok:
-        bounds = f"{'(' if low_open else '['}{low}, {high if high is not None else 'inf'}{']' if high is not None else ')'}"
-        raise ConfigError(f"{name} must be a number in {bounds}, got {value!r}")
+class WarmupSchedule:
+    """Learning-rate factor at optimizer step ``s`` (``LambdaLR`` calls it with s = 0, 1, …).
 
+    ``linear`` (sentence-transformers' WarmupLinear): ``s / warmup`` during the warm-up, then
+    ``(total - s) / (total - warmup)`` down to 0 at the last step; ``constant_with_warmup``:
+    the warm-up then 1; ``constant``: 1. A plain object (not a closure) so that the scheduler's
+    state, which holds its attributes, goes into checkpoints as JSON.
+    """
 
-def _choice(cfg: TrainingConfig, name: str, choices: tuple[str, ...]) -> None:
-    if getattr(cfg, name) not in choices:
-        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(cfg, name)!r}")
+    def __init__(self, kind: str, warmup_steps: int, total_steps: int) -> None:
+        self.kind, self.warmup_steps, self.total_steps = kind, int(warmup_steps), int(total_steps)
+
+    def __call__(self, step: int) -> float:
+        if self.kind == "constant":
+            return 1.0
+        if step < self.warmup_steps:
+            return step / max(1, self.warmup_steps)
+        if self.kind == "constant_with_warmup":
+            return 1.0
+        return max(0.0, (self.total_steps - step) / max(1, self.total_steps - self.warmup_steps))

@@ -14,26 +14,30 @@ Run the same lines again after a crash or a kill and training continues from the
 checkpoint in ``runs/mnrl``; run them after it finished and the trained model is loaded.
 
 Output folder
-    ``checkpoints/checkpoint-<step>/``  state.safetensors + state.json (:mod:`sentcl.training.checkpoint`):
-        model, loss, optimizer, scheduler, gradient scaler, sampler and callback state, every
-        process's random generators, the trainer's counters and history, the current epoch's batches;
-    ``best/step-<step>/``  the weights of the best evaluation so far (with ``metric_for_best``);
+    ``checkpoints/``  model, loss, optimizer, scheduler, gradient scaler, sampler and callback
+        state, every process's random generators, the trainer's counters and history, the
+        current epoch's batches; ``best/``  the weights of the best evaluation so far (with
+        ``metric_for_best``); their files: :mod:`sentcl.training.checkpoint`;
     ``model/``  the run's model in sentence-transformers format: the best evaluation's weights
         with ``metric_for_best``, else the last ones;
     ``trainer_state.json``  written last: the history (losses, evaluations) and the summary.
     Checkpoints and best weights are removed once ``model/`` and ``trainer_state.json`` exist.
+
+Why this module is long: the loop, one optimizer step (tokenisation, forward, gradient caching,
+gathering over processes, mixed precision, clipping, the optimizer and scheduler) and model
+selection all work on the trainer's model, loss, optimizer and state. What needs none of these
+lives apart: the files of checkpoints and of the output folder, and the training state, in
+:mod:`~sentcl.training.checkpoint`; the learning-rate schedule and when a step logs, evaluates,
+checkpoints or stops early, in :mod:`~sentcl.training.config`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,18 +46,19 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm.auto import tqdm  # the type of the bar sentcl.progress makes
 
 from sentcl.artifacts import ArtifactCache, Stage
 from sentcl.data.records import TrainingData
 from sentcl.embeddings import encode as encode_texts
-from sentcl.errors import ConfigError, DataFormatError
+from sentcl.errors import ConfigError
 from sentcl.hashing import stable_hash
-from sentcl.io import atomic_directory, atomic_write_json
+from sentcl.io import atomic_directory
 from sentcl.models import fingerprint
-from sentcl.training import distributed
+from sentcl.progress import progress_bar
+from sentcl.training import checkpoint, distributed
 from sentcl.training.callbacks import Callback
-from sentcl.training.checkpoint import load_state, rng_state, save_state, seed_everything, set_rng_state
+from sentcl.training.checkpoint import TrainerState
 from sentcl.training.config import TrainingConfig
 from sentcl.training.distributed import Processes
 from sentcl.training.gradcache import backward_through_chunks, chunk_features, embed_without_graph
@@ -61,63 +66,10 @@ from sentcl.training.samplers import BatchSampler, RandomBatchSampler
 
 BATCH_EXTRAS = ("ids",)
 """The per-row values beyond texts and labels the trainer can pass to a loss (see :mod:`sentcl.losses`)."""
-STATE_FILE = "trainer_state.json"
-CHECKPOINT_FORMAT = 1
 Evaluator = Callable[[SentenceTransformer], dict[str, float]]
 """``model -> {metric name: value}``, e.g. an STS evaluator on a dev set; called in evaluation mode."""
 _RESULT_ONLY = ("log_steps", "keep_checkpoints", "checkpoint_steps")
 """Options that do not change the trained model: left out of the run's key."""
-
-
-class WarmupSchedule:
-    """Learning-rate factor at optimizer step ``s`` (``LambdaLR`` calls it with s = 0, 1, …).
-
-    ``linear`` (sentence-transformers' WarmupLinear): ``s / warmup`` during the warm-up, then
-    ``(total - s) / (total - warmup)`` down to 0 at the last step; ``constant_with_warmup``:
-    the warm-up then 1; ``constant``: 1. A plain object (not a closure) so that the scheduler's
-    state, which holds its attributes, goes into checkpoints as JSON.
-    """
-
-    def __init__(self, kind: str, warmup_steps: int, total_steps: int) -> None:
-        self.kind, self.warmup_steps, self.total_steps = kind, int(warmup_steps), int(total_steps)
-
-    def __call__(self, step: int) -> float:
-        if self.kind == "constant":
-            return 1.0
-        if step < self.warmup_steps:
-            return step / max(1, self.warmup_steps)
-        if self.kind == "constant_with_warmup":
-            return 1.0
-        return max(0.0, (self.total_steps - step) / max(1, self.total_steps - self.warmup_steps))
-
-
-@dataclass
-class TrainerState:
-    """The trainer's counters and history: saved in every checkpoint and in ``trainer_state.json``."""
-
-    run_key: str
-    world_size: int
-    total_steps: int
-    steps_per_epoch: int
-    epoch: int = 0
-    """Epochs completed."""
-    batches_done: int = 0
-    """Batches of the current epoch's plan already trained on."""
-    global_step: int = 0
-    """Optimizer steps taken."""
-    best_metric: float | None = None
-    best_step: int | None = None
-    stopped_early: bool = False
-    done: bool = False
-    losses: list[dict[str, Any]] = field(default_factory=list)
-    """Every ``log_steps`` steps: step, epoch, mean training loss since the previous entry, and the
-    learning rate of the entry's last step (of the first parameter group)."""
-    evaluations: list[dict[str, Any]] = field(default_factory=list)
-    """Every evaluation: step, epoch, the evaluator's metrics, ``train_loss`` since the previous one."""
-    loss_sum_since_log: float = 0.0
-    steps_since_log: int = 0
-    loss_sum_since_eval: float = 0.0
-    steps_since_eval: int = 0
 
 
 @dataclass
@@ -173,14 +125,9 @@ class Trainer:
         name: names the run in progress bars (and in the run record a chapter writes around it).
         show_progress: a progress bar with loss, learning rate and pairs/s.
 
-    Loss contract: the loss is called as ``loss(features, labels, **extras)``, ``extras`` the
-    :data:`BATCH_EXTRAS` it names in ``loss.batch_extras`` (``ids``: the rows' ids, a 1-D int64
-    tensor). With gradient caching or several processes the trainer embeds the columns itself
-    and calls ``loss.compute_loss_from_embeddings(embeddings, labels, **extras)``. A loss may
-    keep state in buffers or ``get_extra_state`` (saved and restored with it) and may give its
-    own parameters their own optimizer options with ``loss.parameter_groups()`` (a list of
-    ``{"params": [...], "lr": ..., ...}`` dicts, e.g. a trainable temperature with its own
-    learning rate and no weight decay); its other parameters train with the model's options.
+    The loss contract (columns, labels, batch extras such as ``ids`` from :data:`BATCH_EXTRAS`,
+    ``compute_loss_from_embeddings`` for gradient caching and several processes, a loss's own
+    parameter groups and state) is written once, in :mod:`sentcl.losses.base`.
     """
 
     def __init__(
@@ -268,7 +215,12 @@ class Trainer:
         """:meth:`train` inside the artifact cache: reuse a finished identical run, resume an interrupted one."""
         cache = cache or ArtifactCache()
         stage = self.stage(stage_name, upstream)
-        return self.train(cache.get_or_build(stage, self.train, resume=True))
+        built: list[TrainingResult] = []
+        folder = cache.get_or_build(stage, lambda work: built.append(self.train(work)), resume=True)
+        result = self.train(folder)  # the finished run, from its final folder
+        if built:  # this call trained it: say what that cost
+            result.run, result.resumed_from_step = built[0].run, built[0].resumed_from_step
+        return result
 
     # ------------------------------------------------------------------ training
 
@@ -277,9 +229,12 @@ class Trainer:
         self.output_dir = Path(output_dir)
         self._setup_processes()
         run_key = stable_hash(self.describe())
-        finished = self._read_finished(run_key)
+        finished = checkpoint.read_finished(self.output_dir, run_key)
         if finished is not None:
-            return finished
+            self.state = finished
+            model = SentenceTransformer(str(self.output_dir / "model"), device=str(self.model.device))
+            self.model.load_state_dict(model.state_dict())
+            return self._result(None)
         if self._trained:
             raise ConfigError("this Trainer has trained its model already: build a new Trainer (and model) for another run")
         started = time.perf_counter()
@@ -351,24 +306,22 @@ class Trainer:
 
     def _prepare(self, run_key: str) -> int | None:
         cfg = self.config
-        seed_everything(cfg.seed + self.procs.rank)
+        checkpoint.seed_everything(cfg.seed + self.procs.rank)
         self.sampler.seed(cfg.seed)
         self.model.train()
         self.loss.train()
         self.optimizer = self._build_optimizer()
         self.scaler = torch.amp.GradScaler(self.procs.device.type) if cfg.precision == "fp16" else None
-        checkpoint = latest_checkpoint(self.output_dir)
-        if checkpoint is None:
+        latest = checkpoint.latest_checkpoint(self.output_dir)
+        if latest is None:
             self._plan = self._plan_epoch()
-            steps_per_epoch = math.ceil(len(self._plan) / cfg.gradient_accumulation_steps)
-            total = cfg.epochs * steps_per_epoch
-            if cfg.max_steps is not None:
-                total = min(total, cfg.max_steps)
+            steps_per_epoch = cfg.optimizer_steps(len(self._plan))
+            total = cfg.total_steps(steps_per_epoch)
             self.state = TrainerState(run_key, self.procs.world_size, total, steps_per_epoch)
             self.scheduler = self._build_scheduler(total)
             resumed_from = None
         else:
-            resumed_from = self._restore(checkpoint, run_key)
+            resumed_from = self._restore(latest, run_key)
         for cb in self.callbacks:
             cb.on_train_begin(self)
         return resumed_from
@@ -406,9 +359,7 @@ class Trainer:
         return torch.optim.Adam(self._groups, **kwargs)
 
     def _build_scheduler(self, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
-        warmup = math.ceil(total_steps * self.config.warmup_ratio)
-        schedule = WarmupSchedule(self.config.scheduler, warmup, total_steps)
-        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, schedule)
+        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.config.schedule(total_steps))
 
     def _plan_epoch(self) -> list[np.ndarray]:
         plan = None
@@ -418,26 +369,9 @@ class Trainer:
         return distributed.broadcast(plan, self.procs)
 
     def _restore(self, folder: Path, run_key: str) -> int:
-        tree = load_state(folder)
-        saved = tree["trainer"]
-        if tree.get("format") != CHECKPOINT_FORMAT or saved.get("run_key") != run_key:
-            raise ConfigError(
-                f"{self.output_dir} holds checkpoints of another run (a different configuration, loss, sampler, "
-                "data or initial model): give this run its own output folder, or delete that one to start over"
-            )
-        if saved["world_size"] != self.procs.world_size:
-            raise ConfigError(
-                f"{folder} was written by {saved['world_size']} process(es); resume it with the same number "
-                f"(this run has {self.procs.world_size})"
-            )
-        self.state = TrainerState(**saved)
+        self.state, tree = checkpoint.load_checkpoint(folder, run_key, self.procs.world_size)
         self.model.load_state_dict(tree["model"])
-        own = tree["loss"]
-        missing, unexpected = self.loss.load_state_dict(own, strict=False)
-        missing = [k for k in missing if not k.startswith(_model_prefixes(self.loss, self.model))]
-        if missing or unexpected:
-            found = f"missing {missing}, unexpected {unexpected}"
-            raise DataFormatError(folder, None, f"the state of {type(self.loss).__name__}", found)
+        checkpoint.load_loss_own_state(self.loss, self.model, tree["loss"], folder)
         # the scheduler first: building it sets the groups' learning rate to that of step 0, which
         # the optimizer's state then overwrites with the rate the interrupted run was at
         self.scheduler = self._build_scheduler(self.state.total_steps)
@@ -446,36 +380,19 @@ class Trainer:
         if self.scaler is not None:
             self.scaler.load_state_dict(tree["scaler"])
         self.sampler.load_state_dict(tree["sampler"])
-        saved_callbacks = tree["callbacks"]
         for cb in self.callbacks:
-            if cb.name in saved_callbacks:
-                cb.load_state_dict(saved_callbacks[cb.name])
-        set_rng_state(tree["rng"][self.procs.rank])
-        plan = tree["plan"]
-        self._plan = None if plan is None else list(np.split(plan["rows"].numpy(), plan["offsets"].numpy()[1:-1]))
+            if cb.name in tree["callbacks"]:
+                cb.load_state_dict(tree["callbacks"][cb.name])
+        checkpoint.set_rng_state(tree["rng"][self.procs.rank])
+        self._plan = checkpoint.unpack_plan(tree["plan"])
         return self.state.global_step
-
-    def _read_finished(self, run_key: str) -> TrainingResult | None:
-        path = self.output_dir / STATE_FILE
-        if not path.is_file():
-            return None
-        saved = _read_json(path)
-        if saved["state"]["run_key"] != run_key:
-            raise ConfigError(
-                f"{self.output_dir} holds a finished run with another configuration, loss, sampler, data or "
-                "initial model: give this run its own output folder, or delete that one to start over"
-            )
-        self.state = TrainerState(**saved["state"])
-        finished = SentenceTransformer(str(self.output_dir / "model"), device=str(self.model.device))
-        self.model.load_state_dict(finished.state_dict())
-        return self._result(None)
 
     # ------------------------------------------------------------------ the loop
 
     def _loop(self) -> int:
         """Train until done; returns the number of rows this process trained on."""
         st, cfg = self.state, self.config
-        bar = tqdm(
+        bar = progress_bar(
             total=st.total_steps,
             initial=st.global_step,
             unit="step",
@@ -484,15 +401,13 @@ class Trainer:
             disable=not (self.show_progress and self.procs.is_main),
         )
         rows_total, rows_window, window_start = 0, 0, time.perf_counter()
-        last_eval_step = st.evaluations[-1]["step"] if st.evaluations else None
         try:
             while not st.done:
                 if self._plan is None:
                     self._plan = self._plan_epoch()
                     st.batches_done = 0
                 plan = self._plan
-                epoch_steps = math.ceil(len(plan) / cfg.gradient_accumulation_steps)
-                eval_points = cfg.eval_points(epoch_steps)
+                epoch_steps = cfg.optimizer_steps(len(plan))
                 while st.batches_done < len(plan) and not st.done:
                     group = plan[st.batches_done : st.batches_done + cfg.gradient_accumulation_steps]
                     value = self._optimizer_step(group)
@@ -500,46 +415,37 @@ class Trainer:
                     rows_total, rows_window = rows_total + rows, rows_window + rows
                     st.batches_done += len(group)
                     st.global_step += 1
+                    st.loss_since_log.add(value)
+                    st.loss_since_eval.add(value)
                     progress = st.epoch + st.batches_done / len(plan)
-                    st.loss_sum_since_log += value
-                    st.steps_since_log += 1
-                    st.loss_sum_since_eval += value
-                    st.steps_since_eval += 1
                     epoch_end = st.batches_done == len(plan)
                     last = st.global_step >= st.total_steps or (epoch_end and st.epoch + 1 == cfg.epochs)
                     for cb in self.callbacks:
                         cb.on_step_end(self)
-                    if st.global_step % cfg.log_steps == 0 or last:
+                    if cfg.due_to_log(st.global_step, last=last):
                         now = time.perf_counter()
-                        pairs_per_s = rows_window / max(now - window_start, 1e-9)
-                        self._log(progress, bar, pairs_per_s)
+                        self._log(progress, bar, pairs_per_s=rows_window / max(now - window_start, 1e-9))
                         rows_window, window_start = 0, now
-                    step_in_epoch = math.ceil(st.batches_done / cfg.gradient_accumulation_steps)
-                    evaluate = step_in_epoch in eval_points or (
-                        cfg.eval_steps is not None and st.global_step % cfg.eval_steps == 0
+                    evaluate = cfg.due_to_evaluate(
+                        st.global_step,
+                        cfg.optimizer_steps(st.batches_done),
+                        epoch_steps,
+                        last=last,
+                        evaluator=self.evaluator is not None,
                     )
-                    evaluate = evaluate or (last and self._evaluates and last_eval_step != st.global_step)
                     if evaluate:
                         self._evaluate(progress, bar)
-                        last_eval_step = st.global_step
                     if epoch_end:
                         st.epoch += 1
                         self._plan = None
                     if last or st.stopped_early:
                         st.done = True
-                    if evaluate or epoch_end or st.done or (
-                        cfg.checkpoint_steps is not None and st.global_step % cfg.checkpoint_steps == 0
-                    ):
+                    if cfg.due_to_checkpoint(st.global_step, evaluated=evaluate, epoch_end=epoch_end, done=st.done):
                         self._save_checkpoint()
                     bar.update(1)
         finally:
             bar.close()
         return rows_total
-
-    @property
-    def _evaluates(self) -> bool:
-        cfg = self.config
-        return self.evaluator is not None or cfg.eval_fraction is not None or cfg.eval_steps is not None
 
     def _optimizer_step(self, group: list[np.ndarray]) -> float:
         """One optimizer step over ``group`` (the accumulated batches); returns their mean loss."""
@@ -624,11 +530,10 @@ class Trainer:
         entry = {
             "step": st.global_step,
             "epoch": round(progress, 6),
-            "loss": st.loss_sum_since_log / st.steps_since_log,
+            "loss": st.loss_since_log.take(),
             "lr": self._last_lr,
         }
         st.losses.append(entry)
-        st.loss_sum_since_log, st.steps_since_log = 0.0, 0
         bar.set_postfix(loss=f"{entry['loss']:.4f}", lr=f"{entry['lr']:.2e}", pairs_per_s=f"{pairs_per_s:.1f}")
 
     def _evaluate(self, progress: float, bar: tqdm) -> None:
@@ -638,9 +543,7 @@ class Trainer:
             with self.inference():
                 metrics = _checked_metrics(self.evaluator(self.model))
         metrics = distributed.broadcast(metrics, self.procs)
-        train_loss = st.loss_sum_since_eval / st.steps_since_eval if st.steps_since_eval else None
-        entry = {"step": st.global_step, "epoch": round(progress, 6), **metrics, "train_loss": train_loss}
-        st.loss_sum_since_eval, st.steps_since_eval = 0.0, 0
+        entry = {"step": st.global_step, "epoch": round(progress, 6), **metrics, "train_loss": st.loss_since_eval.take()}
         st.evaluations.append(entry)
         if cfg.metric_for_best is not None:
             value = entry.get(cfg.metric_for_best)
@@ -648,16 +551,11 @@ class Trainer:
                 raise ConfigError(
                     f"metric_for_best {cfg.metric_for_best!r} is not among the evaluation's metrics: {sorted(entry)}"
                 )
-            better = not math.isnan(value) and (
-                st.best_metric is None or (value > st.best_metric if cfg.greater_is_better else value < st.best_metric)
-            )
-            if better:
+            if cfg.improves(value, st.best_metric):
                 st.best_metric, st.best_step = value, st.global_step
-                self._save_best()
-            elif (
-                cfg.early_stopping_patience is not None
-                and st.global_step - (st.best_step or 0) >= cfg.early_stopping_patience
-            ):
+                if self.procs.is_main:
+                    checkpoint.save_best(self.output_dir, st.global_step, self.model.state_dict(), entry)
+            elif cfg.due_to_stop(st.global_step, st.best_step):
                 st.stopped_early = True
         for cb in self.callbacks:
             cb.on_evaluate(self, entry)
@@ -667,18 +565,12 @@ class Trainer:
     # ------------------------------------------------------------------ saving
 
     def _save_checkpoint(self) -> None:
-        rngs = distributed.all_gather_objects(rng_state(), self.procs)
+        rngs = distributed.all_gather_objects(checkpoint.rng_state(), self.procs)
         if self.procs.is_main:
-            plan = None
-            if self._plan is not None:
-                offsets = np.cumsum([0] + [len(b) for b in self._plan])
-                plan = {"rows": torch.from_numpy(np.concatenate(self._plan)), "offsets": torch.from_numpy(offsets)}
-            tree = {
-                "format": CHECKPOINT_FORMAT,
-                "trainer": asdict(self.state),
-                "plan": plan,
+            parts = {
+                "plan": checkpoint.pack_plan(self._plan),
                 "model": self.model.state_dict(),
-                "loss": _loss_own_state(self.loss, self.model),
+                "loss": checkpoint.loss_own_state(self.loss, self.model),
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "scaler": self.scaler.state_dict() if self.scaler is not None else None,
@@ -686,44 +578,19 @@ class Trainer:
                 "callbacks": {cb.name: cb.state_dict() for cb in self.callbacks},
                 "rng": rngs,
             }
-            folder = self.output_dir / "checkpoints" / f"checkpoint-{self.state.global_step:08d}"
-            with atomic_directory(folder) as tmp:
-                save_state(tmp, tree)
-            kept = checkpoints(self.output_dir)[-self.config.keep_checkpoints :]
-            for old in checkpoints(self.output_dir):
-                if old not in kept:
-                    shutil.rmtree(old, ignore_errors=True)
-            self._prune_best()
+            checkpoint.save_checkpoint(self.output_dir, self.state, parts, keep=self.config.keep_checkpoints)
+            checkpoint.prune_best(self.output_dir, self.state.best_step)
         distributed.barrier(self.procs)
-
-    def _save_best(self) -> None:
-        if self.procs.is_main:
-            with atomic_directory(self._best_dir(self.state.global_step)) as tmp:
-                save_state(tmp, {"model": self.model.state_dict()})
-                atomic_write_json(tmp / "best.json", self.state.evaluations[-1])
-
-    def _best_dir(self, step: int) -> Path:
-        return self.output_dir / "best" / f"step-{step:08d}"
-
-    def _prune_best(self) -> None:
-        """Remove best weights other than the current best's (called once a checkpoint names it)."""
-        keep = self._best_dir(self.state.best_step) if self.state.best_step is not None else None
-        for folder in sorted((self.output_dir / "best").glob("step-*")):
-            if folder != keep:
-                shutil.rmtree(folder, ignore_errors=True)
 
     def _finish(self) -> None:
         st = self.state
         if st.best_step is not None:
-            best = load_state(self._best_dir(st.best_step))
-            self.model.load_state_dict(best["model"])
+            self.model.load_state_dict(checkpoint.load_best(self.output_dir, st.best_step))
         distributed.barrier(self.procs)
         if self.procs.is_main:
             with atomic_directory(self.output_dir / "model") as tmp:
                 self.model.save(str(tmp), create_model_card=False)
-            atomic_write_json(self.output_dir / STATE_FILE, {"state": asdict(st), "run": self.describe()})
-            shutil.rmtree(self.output_dir / "checkpoints", ignore_errors=True)
-            shutil.rmtree(self.output_dir / "best", ignore_errors=True)
+            checkpoint.write_finished(self.output_dir, st, self.describe())
         for cb in self.callbacks:
             cb.on_train_end(self)
         distributed.barrier(self.procs)
@@ -745,28 +612,6 @@ class Trainer:
         )
 
 
-def checkpoints(output_dir: str | os.PathLike) -> list[Path]:
-    """The complete checkpoints in ``output_dir``, oldest first (temporary folders are not listed)."""
-    folder = Path(output_dir) / "checkpoints"
-    return sorted(p for p in folder.glob("checkpoint-*") if p.is_dir()) if folder.is_dir() else []
-
-
-def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
-    """The newest complete checkpoint in ``output_dir``, or None."""
-    found = checkpoints(output_dir)
-    return found[-1] if found else None
-
-
-def _loss_own_state(loss: nn.Module, model: nn.Module) -> dict[str, Any]:
-    """The loss's state without the model's (a loss holds the model it trains as a submodule)."""
-    prefixes = _model_prefixes(loss, model)
-    return {k: v for k, v in loss.state_dict().items() if not k.startswith(prefixes)}
-
-
-def _model_prefixes(loss: nn.Module, model: nn.Module) -> tuple[str, ...]:
-    return tuple(f"{name}." for name, module in loss.named_modules(remove_duplicate=False) if module is model and name)
-
-
 def _checked_metrics(metrics: Any) -> dict[str, float]:
     if not isinstance(metrics, dict):
         raise ConfigError(f"the evaluator must return a dict of metric name -> number, got {type(metrics).__name__}")
@@ -780,25 +625,8 @@ def _checked_metrics(metrics: Any) -> dict[str, float]:
     return out
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, "JSON", exc.msg) from None
-
-
 def _cuda_devices() -> list[int]:
     return [torch.cuda.current_device()] if torch.cuda.is_available() else []
 
 
-__all__ = [
-    "BATCH_EXTRAS",
-    "Evaluator",
-    "Trainer",
-    "TrainerState",
-    "TrainingResult",
-    "WarmupSchedule",
-    "checkpoints",
-    "latest_checkpoint",
-    "seed_everything",
-]
+__all__ = ["BATCH_EXTRAS", "Evaluator", "Trainer", "TrainingResult"]
