@@ -5,8 +5,9 @@ A chapter notebook starts with its ``parameters`` cell, which always holds ``pro
 
     run = ChapterRun("mnrl_sbert", profile=profile, data_dir=data_dir, out_dir=out_dir,
                      models=base_models, paper_models={"BERT": "bert-base-uncased"})
-    sts12 = run.load("sts12")                       # from the run's data root, logged
-    run.describe_evaluation({"STS12": sts12})       # "STS pairs scored: STS12 3,108" on every row
+    nli = run.load("snli", "dev")                   # from the run's data root, logged
+    sts = run.load_tasks(["STS12", "STSb"])         # evaluation tasks; every row then says
+                                                    # "STS pairs scored: STS12 3,108, STSb 1,379"
     result = run.train(trainer)                     # cached, resumable, with a run record
     run.record("MNRLSBERT", {"STS12": 71.9, ...}, seeds=[42], family="BERT", trained_on=data.name)
     run.table("Table 1")                            # paper | ours | Δ, in the paper's layout
