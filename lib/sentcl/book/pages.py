@@ -15,7 +15,6 @@ orderings that hold (:mod:`sentcl.book.claims`).
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..io import read_json
 from . import claims, report
 from .chapter import CHAPTERS
 from .records import RunRecord, read_run_records
@@ -134,7 +134,7 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
                 record=record,
                 compared=compared,
                 figures=[f for f in report.figures(out, chapter) if f.get("run_id") in run_ids],
-                data_used=json.loads(used.read_text(encoding="utf-8")) if used.is_file() else None,
+                data_used=read_json(used, "a data-used log") if used.is_file() else None,
             )
         )
     return states

@@ -23,7 +23,6 @@ through :func:`public_text`, which replaces local absolute paths.
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
 import re
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import atomic_path, atomic_write_json
+from ..io import atomic_path, atomic_write_json, read_json
 from .results import current_run_id, paper_values
 
 THRESHOLDS = (1.0, 3.0)
@@ -380,7 +379,7 @@ def figures(out_dir: str | os.PathLike, chapter: str) -> list[dict]:
     for meta in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         png = meta.with_suffix(".png")
         if png.is_file():
-            info = json.loads(meta.read_text(encoding="utf-8"))
+            info = read_json(meta, "a figure caption file")
             found.append({"name": meta.stem, "png": png, "svg": meta.with_suffix(".svg"), **info})
     return found
 

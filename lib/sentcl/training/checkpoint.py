@@ -80,11 +80,7 @@ def load_state(folder: str | Path, device: str | torch.device = "cpu") -> Any:
         if not (folder / name).is_file():
             raise DataFormatError(folder / name, None, "a checkpoint file written by sentcl's trainer", "no such file")
     tensors = safetensors.torch.load_file(str(folder / TENSORS_FILE), device=str(device))
-    try:
-        tree = json.loads((folder / TREE_FILE).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(folder / TREE_FILE, exc.lineno, "JSON training state", exc.msg) from None
-    return _decode(tree, tensors, folder)
+    return _decode(read_json(folder / TREE_FILE, "JSON training state"), tensors, folder)
 
 
 def _encode(value: Any, path: str, tensors: dict[str, torch.Tensor]) -> Any:
