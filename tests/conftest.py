@@ -3,6 +3,8 @@
 - Every test session gets its own cache root (``$SENTCL_CACHE``) so runs never read a
   stale cache, and the hub is forced offline (this machine has no hub access; a test that
   reaches for the network must fail loudly, not hang).
+- ``smoke_book``: `sentcl reproduce --profile smoke` of every chapter, run once per session;
+  each chapter's tests read its output.
 - ``shared_data``: the real data root ``../shared/data`` (or ``$SENTCL_TEST_DATA``);
   tests that need it are skipped, with the reason shown, when it is absent.
 """
@@ -10,9 +12,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from sentcl.book import site
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,3 +61,43 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def project_root() -> Path:
     return ROOT
+
+
+# --------------------------------------------------------------------------- the smoke book
+
+@pytest.fixture(scope="session")
+def mathjax():
+    """Fails the test when the vendored MathJax is missing (the offline book needs it)."""
+    if not (ROOT / site.MATHJAX).is_file():
+        pytest.fail(f"MathJax is missing ({ROOT / site.MATHJAX}): run `python3 scripts/fetch_mathjax.py` (make setup does)")
+
+
+def copy_project(target: Path) -> Path:
+    """A copy of the checkout's book sources, notebooks and recorded benchmark results (which
+    chapters show), MathJax linked."""
+    target.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(ROOT / name, target / name)
+    shutil.copytree(ROOT / "book", target / "book", ignore=shutil.ignore_patterns("_vendor", "_generated", ".ipynb_checkpoints"))
+    (target / "book" / "_vendor").symlink_to(ROOT / "book" / "_vendor", target_is_directory=True)
+    shutil.copytree(ROOT / "notebooks", target / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copytree(ROOT / "benchmarks" / "results", target / "benchmarks" / "results")
+    return target
+
+
+@pytest.fixture(scope="session")
+def smoke_book(tmp_path_factory, mathjax):
+    """`sentcl reproduce --profile smoke` on a copy of the project (its real notebooks),
+    built outside the checkout. Returns (project, out, status, output)."""
+    base = tmp_path_factory.mktemp("smoke-book")
+    project = copy_project(base / "project")
+    assert (project / "notebooks" / "mnrl_sbert.ipynb").is_file(), "the MNRL-SBERT chapter's notebook is missing"
+    out = base / "out"
+    env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--out", str(out), "--book-dir", str(out)],
+        capture_output=True, text=True, timeout=1500, cwd=project, env=env,
+    )
+    return project, out, proc.returncode, proc.stdout + proc.stderr
+
+

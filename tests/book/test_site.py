@@ -6,11 +6,9 @@ from __future__ import annotations
 import functools
 import html
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,24 +23,6 @@ from sentcl.book.results import load_results
 from sentcl.errors import SentclError
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def needs_mathjax():
-    if not (ROOT / site.MATHJAX).is_file():
-        pytest.fail(f"MathJax is missing ({ROOT / site.MATHJAX}): run `python3 scripts/fetch_mathjax.py` (make setup does)")
-
-
-def copy_project(target: Path) -> Path:
-    """A copy of the checkout's book sources, notebooks and recorded benchmark results (which
-    chapters show), MathJax linked."""
-    target.mkdir(parents=True)
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy2(ROOT / name, target / name)
-    shutil.copytree(ROOT / "book", target / "book", ignore=shutil.ignore_patterns("_vendor", "_generated", ".ipynb_checkpoints"))
-    (target / "book" / "_vendor").symlink_to(ROOT / "book" / "_vendor", target_is_directory=True)
-    shutil.copytree(ROOT / "notebooks", target / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    shutil.copytree(ROOT / "benchmarks" / "results", target / "benchmarks" / "results")
-    return target
 
 
 # --------------------------------------------------------------------------- sources
@@ -72,8 +52,7 @@ def test_config_reads_offline_and_never_executes():
     assert config["repository"]["url"].startswith("https://github.com/")
 
 
-def test_stage_without_any_run(tmp_path):
-    needs_mathjax()
+def test_stage_without_any_run(mathjax, tmp_path):
     src = site.stage(ROOT, tmp_path)
     for chapter in CHAPTERS:
         has_notebook = (ROOT / "notebooks" / f"{chapter}.ipynb").is_file()
@@ -225,14 +204,13 @@ def test_pages_name_the_data_root_not_its_local_path(tmp_path):
     assert "cache &lt;out&gt;/cache" in built["results"]  # in the legend (HTML)
 
 
-def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colours_nothing(tmp_path):
+def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colours_nothing(mathjax, tmp_path):
     """The whole book from a demo-profile output folder with a small executed notebook: the
     notebook's page opens with its title (the parameters collapsed under it, the injected values
     in a closed note), no published file names the data root's or the output folder's local path,
     and the miniature's cells, close to the paper's by coincidence, are not coloured anywhere."""
     from sentcl.book.report import COLOURS
 
-    needs_mathjax()
     out = demo_output(tmp_path / "out")
     executed_notebook(out / "notebooks" / "mnrl_sbert.ipynb", out)
     html_root = site.build(site.stage(ROOT, out), tmp_path / "book")
@@ -265,8 +243,7 @@ def test_the_banner_says_when_chapters_ran_on_sample_data():
     assert demo.startswith("Sample data: bsc ran on the project's sample data")
 
 
-def test_a_broken_cross_reference_fails_the_build(tmp_path):
-    needs_mathjax()
+def test_a_broken_cross_reference_fails_the_build(mathjax, tmp_path):
     src = site.stage(ROOT, tmp_path)
     intro = src / "book" / "intro.md"
     intro.write_text(intro.read_text() + "\nSee [a page that does not exist](no_such_page.md).\n")
@@ -275,23 +252,6 @@ def test_a_broken_cross_reference_fails_the_build(tmp_path):
 
 
 # --------------------------------------------------------------------------- the smoke book
-
-
-@pytest.fixture(scope="module")
-def smoke_book(tmp_path_factory):
-    """`sentcl reproduce --profile smoke` on a copy of the project (its real notebooks),
-    built outside the checkout. Returns (project, out, status, output)."""
-    needs_mathjax()
-    base = tmp_path_factory.mktemp("smoke-book")
-    project = copy_project(base / "project")
-    assert (project / "notebooks" / "mnrl_sbert.ipynb").is_file(), "the MNRL-SBERT chapter's notebook is missing"
-    out = base / "out"
-    env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--out", str(out), "--book-dir", str(out)],
-        capture_output=True, text=True, timeout=600, cwd=project, env=env,
-    )
-    return project, out, proc.returncode, proc.stdout + proc.stderr
 
 
 def test_smoke_profile_end_to_end(smoke_book):
