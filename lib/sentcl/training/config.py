@@ -29,7 +29,9 @@ class TrainingConfig:
         the data, cut short by ``max_steps`` optimizer steps when given.
 
     Optimisation
-        ``optimizer`` ``"adamw"`` (decoupled weight decay) or ``"adam"``; ``weight_decay``
+        ``optimizer`` ``"adamw"`` (decoupled weight decay) or ``"adam"``, with Kingma & Ba's bias
+        correction unless ``adam_bias_correction`` is False (BERT's original optimizer:
+        :class:`sentcl.training.optim.UncorrectedAdam`); ``weight_decay``
         applies to weight matrices, not to biases and LayerNorm weights; ``scheduler``
         ``"linear"`` (linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0,
         sentence-transformers' WarmupLinear), ``"constant_with_warmup"`` or ``"constant"``;
@@ -61,6 +63,7 @@ class TrainingConfig:
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.999)
     adam_epsilon: float = 1e-8
+    adam_bias_correction: bool = True
     scheduler: str = "linear"
     warmup_ratio: float = 0.1
     max_grad_norm: float | None = 1.0

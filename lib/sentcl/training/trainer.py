@@ -62,6 +62,7 @@ from sentcl.training.checkpoint import TrainerState
 from sentcl.training.config import TrainingConfig
 from sentcl.training.distributed import Processes
 from sentcl.training.gradcache import backward_through_chunks, chunk_features, embed_without_graph
+from sentcl.training.optim import UncorrectedAdam
 from sentcl.training.samplers import BatchSampler, RandomBatchSampler
 
 BATCH_EXTRAS = ("ids",)
@@ -354,6 +355,9 @@ class Trainer:
         # the fused kernel (as the HF trainer's default "adamw_torch_fused"): one pass over all parameters
         fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in self._params)
         kwargs = {"lr": cfg.learning_rate, "betas": cfg.adam_betas, "eps": cfg.adam_epsilon, "fused": fused}
+        if not cfg.adam_bias_correction:
+            return UncorrectedAdam(self._groups, lr=cfg.learning_rate, betas=cfg.adam_betas, eps=cfg.adam_epsilon,
+                                   weight_decay=cfg.weight_decay, adamw=cfg.optimizer == "adamw")
         if cfg.optimizer == "adamw":
             return torch.optim.AdamW(self._groups, weight_decay=cfg.weight_decay, **kwargs)
         return torch.optim.Adam(self._groups, **kwargs)

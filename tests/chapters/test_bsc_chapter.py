@@ -1,0 +1,40 @@
+"""The BSC chapter in the smoke book: Tables 1-5 with our computed rows beside the paper's, rows
+without data said so, the generated sentences and the cost files' sections (``smoke_book`` in
+``tests/conftest.py`` runs the book once per session)."""
+
+from __future__ import annotations
+
+import html
+
+from sentcl.book.results import load_results
+
+
+def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_book):
+    project, out, status, output = smoke_book
+    assert status == 0, output
+    mine = load_results(out, ["bsc"])
+    ours = {"Table 2": {"MSE", "BSC", "BSC - clusters shuffle", "BSC - random shuffle", "BSC - w/o shuffle",
+                        "Combo BSC + MSE", "Triplet loss", "tiny zero-shot (ours)"},
+            "Table 4": {"MSE", "BSC", "Combo BSC + MSE", "tiny zero-shot (ours)"},
+            "Table 5": {"MSE", "BSC", "Combo BSC + MSE", "Fine-tuning MSE with BSC", "Fine-tuning BSC with MSE",
+                        "tiny zero-shot (ours)"}}
+    for table, rows in ours.items():
+        part = mine[mine["table"] == table]
+        assert set(part["row"]) == rows, table
+    columns = {"Table 2": ["CQA-A MAP", "CQA-A MRR"], "Table 4": ["MRPC (F1)"], "Table 5": ["STSb"]}
+    for table, expected in columns.items():
+        part = mine[mine["table"] == table]
+        for row in ours[table]:
+            assert list(part[part["row"] == row]["column"]) == expected
+    assert set(mine["table"]) == set(ours)  # Antique (Table 1) and PFCC-S (Table 3): no sample data
+    assert (mine["kind"] == "sample-data").all()
+    page = html.unescape((out / "_build" / "html" / "book" / "bsc.html").read_text())
+    assert "Assumptions and deviations" in page
+    for table in ("Table 1", "Table 2", "Table 3", "Table 4", "Table 5"):
+        assert f"{table}: paper vs ours" in page  # every table, those without our rows too
+    assert "background-color" not in page.split("Assumptions and deviations")[0]  # a miniature: nothing coloured
+    assert "paper [cited] (cited)" in page and "Thakur et al. (2021) (augmented SBERT)" in page
+    notebook = html.unescape((out / "_build" / "html" / "notebooks" / "bsc.html").read_text())
+    assert "Antique: not run: data absent" in notebook and "PFCC-S: not run: data absent" in notebook
+    assert "orderings of two rows" in notebook and "What the paper profile costs" in notebook
+    assert "Traceback" not in notebook
