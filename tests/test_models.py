@@ -239,3 +239,67 @@ def test_pooled_encoder_keeps_the_weights_and_changes_only_the_pooling():
 
 
 # --------------------------------------------------------------------------- sentcl.evaluation.sts: subsets, datasets
+
+
+# --------------------------------------------------------------------------- RCL's regularisation switches
+
+
+def _training_outputs(model, seed):
+    features = model.preprocess(["a short sentence", "another somewhat longer sentence here"])
+    torch.manual_seed(seed)
+    return model(features)["sentence_embedding"].detach()
+
+
+@pytest.mark.parametrize("switch", ["attention_dropout", "drophead"])
+def test_dropout_switches_change_training_outputs_and_leave_evaluation_deterministic(switch):
+    from sentcl.models import set_attention_dropout, set_drophead
+
+    model = tiny_model(seed=0)
+    for module in model.modules():  # isolate the switch: no hidden-state dropout
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    model.train()
+    plain = _training_outputs(model, seed=1)
+    assert torch.equal(plain, _training_outputs(model, seed=2))  # no dropout at all: deterministic
+    before = fingerprint(model)
+    (set_attention_dropout if switch == "attention_dropout" else set_drophead)(model, 0.3)
+    assert fingerprint(model) != before  # part of a training run's key
+    model.train()
+    first, second = _training_outputs(model, seed=1), _training_outputs(model, seed=2)
+    assert not torch.allclose(first, second) and not torch.allclose(first, plain)
+    model.eval()
+    with torch.no_grad():
+        evaluated = [model(model.preprocess(["a short sentence"]))["sentence_embedding"] for _ in range(2)]
+    assert torch.equal(evaluated[0], evaluated[1])
+    model.train()
+    (set_attention_dropout if switch == "attention_dropout" else set_drophead)(model, 0.0)
+    assert torch.equal(_training_outputs(model, seed=3), plain)
+
+
+def test_drophead_drops_whole_heads_and_keeps_the_expected_output():
+    from sentcl.models import _drop_heads
+
+    layer = torch.nn.Module()
+    layer.num_attention_heads = 4
+    layer.train()
+    context = torch.ones(2000, 3, 4 * 5)
+    torch.manual_seed(0)
+    (out,) = _drop_heads(layer, (), (context,), p=0.25)
+    heads = out.view(2000, 3, 4, 5)
+    per_head = heads[:, 0, :, 0]
+    assert torch.equal(heads, per_head[:, None, :, None].expand_as(heads))  # a head is dropped whole, on every token
+    kept = (per_head > 0).sum(1)
+    assert torch.allclose(per_head.sum(1)[kept > 0], torch.full_like(per_head.sum(1)[kept > 0], 4.0))  # rescaled by H / kept
+    assert abs((per_head == 0).float().mean().item() - 0.25) < 0.02
+    layer.eval()
+    assert _drop_heads(layer, (), (context,), p=0.25)[0] is context
+
+
+def test_dropout_switches_reject_bad_rates():
+    from sentcl.models import set_attention_dropout, set_drophead
+
+    model = tiny_model(seed=0)
+    with pytest.raises(ConfigError, match="attention dropout p"):
+        set_attention_dropout(model, 1.5)
+    with pytest.raises(ConfigError, match="below 1"):
+        set_drophead(model, 1.0)

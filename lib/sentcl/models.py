@@ -26,6 +26,13 @@ turn a plain transformers checkpoint into a sentence encoder:
     The same with ``hidden_states[1]``, the output of the first transformer layer, as
     SimCSE's code computes it today (BERT-base avg 60.73, as reported in SimCSE issue #285).
 
+Regularisation switches (Tan et al. 2022's baselines): :func:`set_attention_dropout` and
+:func:`set_drophead` (Zhou et al. 2020), active in training mode only.
+
+Why this module is long: loading (hub, bundled and local copies, poolings), the tiny test
+model, the regularisation switches and the fingerprint all work on the same encoder objects and
+their transformer configuration; split apart, each would import the others' private helpers.
+
 Model names: a Hugging Face hub id, a local directory (sentence-transformers format, i.e.
 with ``modules.json``, or a plain transformers checkpoint, i.e. with ``config.json``), or
 ``tiny`` / ``sentcl/tiny`` for :func:`tiny_model`. ``sentence-transformers/all-MiniLM-L6-v2``
@@ -52,7 +59,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, WeightedLayerPooling
 
-from .errors import ConfigError, DataMissingError, SentclError, check_choice
+from .errors import ConfigError, DataMissingError, SentclError, check_choice, check_number
 from .hashing import stable_hash, texts_hash
 from .io import atomic_directory
 from .paths import cache_root, resource
@@ -396,6 +403,73 @@ def _build_tiny(folder: Path, vocab: list[str], seed: int) -> None:
     tokenizer = BertTokenizer(vocab={tok: i for i, tok in enumerate(vocab)}, do_lower_case=True)
     tokenizer.model_max_length = TINY_MAX_SEQ_LENGTH
     tokenizer.save_pretrained(folder)
+
+
+# --------------------------------------------------------------------------- regularisation switches
+
+
+def set_attention_dropout(model: SentenceTransformer, p: float) -> SentenceTransformer:
+    """Dropout at rate ``p`` on the attention probabilities of every self-attention layer, in training only.
+
+    The regularisation baseline "attention dropout" of Tan et al. (2022, Tables 1a, 2, 3). It is
+    BERT/RoBERTa's ``attention_probs_dropout_prob``, which the attention kernels apply only when
+    the module is in training mode: evaluation stays deterministic. The value is written into the
+    transformer's config, so it is part of :func:`fingerprint` and of a training run's key.
+    """
+    p = check_number("attention dropout p", p, low=0.0, high=1.0)
+    layers = _self_attentions(model)
+    for layer in layers:
+        layer.dropout.p = p
+    _transformer_config(model).attention_probs_dropout_prob = p
+    return model
+
+
+def set_drophead(model: SentenceTransformer, p: float) -> SentenceTransformer:
+    """DropHead (Zhou et al. 2020): in training, drop each attention head's output with probability ``p``.
+
+    Per example and layer, every head is kept with probability 1 − p; the kept heads are rescaled
+    by (number of heads) / (number kept), as Zhou et al. normalise, so the expected output is
+    unchanged. In evaluation mode nothing is dropped. The rate goes into the transformer's config
+    (``drophead_prob``), hence into :func:`fingerprint`. ``p = 0`` removes the switch.
+    """
+    p = check_number("DropHead p", p, low=0.0, high=1.0)
+    if p >= 1.0:
+        raise ConfigError("DropHead p must be below 1 (p = 1 drops every head)")
+    for layer in _self_attentions(model):
+        handle = getattr(layer, "_sentcl_drophead", None)
+        if handle is not None:
+            handle.remove()
+            layer._sentcl_drophead = None
+        if p > 0:
+            layer._sentcl_drophead = layer.register_forward_hook(functools.partial(_drop_heads, p=p))
+    _transformer_config(model).drophead_prob = p
+    return model
+
+
+def _drop_heads(layer: torch.nn.Module, _args, output, *, p: float):
+    if not layer.training:
+        return output
+    context, *rest = output
+    heads = layer.num_attention_heads
+    shaped = context.view(*context.shape[:-1], heads, -1)  # (batch, seq, heads, head_dim)
+    keep = (torch.rand(shaped.shape[0], 1, heads, 1, device=context.device) >= p).to(context.dtype)
+    kept = keep.sum(dim=2, keepdim=True).clamp(min=1.0)
+    return ((shaped * keep * (heads / kept)).view_as(context), *rest)
+
+
+def _self_attentions(model: SentenceTransformer) -> list[torch.nn.Module]:
+    layers = [
+        m for m in model.modules()
+        if hasattr(m, "num_attention_heads") and isinstance(getattr(m, "dropout", None), torch.nn.Dropout)
+        and hasattr(m, "query")
+    ]
+    if not layers:
+        raise ConfigError("the model has no BERT-style self-attention layers (query/key/value with attention dropout)")
+    return layers
+
+
+def _transformer_config(model: SentenceTransformer):
+    return next(m for m in model.modules() if hasattr(m, "config") and hasattr(m.config, "attention_probs_dropout_prob")).config
 
 
 # --------------------------------------------------------------------------- fingerprint

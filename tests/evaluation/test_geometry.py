@@ -109,3 +109,16 @@ def test_bad_input():
         uniformity(x[:1])
     with pytest.raises(ValueError):
         anisotropy(np.array([[np.nan, 1.0], [1.0, 2.0]]))
+
+
+def test_dimension_profile_is_the_sorted_mean_magnitude_of_unit_rows():
+    from sentcl.evaluation.geometry import dimension_profile
+
+    x = np.array([[3.0, 0.0, 4.0], [0.0, -2.0, 0.0]])
+    # unit rows: [0.6, 0, 0.8], [0, -1, 0]; mean |x_d| = [0.3, 0.5, 0.4]
+    np.testing.assert_allclose(dimension_profile(x, top=None), [0.5, 0.4, 0.3])
+    np.testing.assert_allclose(dimension_profile(x, top=2), [0.5, 0.4])
+    rng = np.random.default_rng(0)
+    isotropic = rng.normal(size=(2000, 32))
+    spiky = isotropic + np.eye(32)[0] * 20  # one dimension dominates every embedding
+    assert dimension_profile(spiky, 1)[0] > 0.9 > 0.3 > dimension_profile(isotropic, 1)[0]

@@ -34,6 +34,8 @@ from ..io import atomic_path
 from ..models import fingerprint, load_encoder
 from ..paths import cache_root
 from ..progress import progress_bar, to_terminal
+from .store import EmbeddingStore as EmbeddingStore  # re-exported: the store beside the cache
+from .store import write_store as write_store
 
 ENCODE_PRECISIONS = ("auto", "fp32", "bf16")
 PROGRESS_MIN_TEXTS = 1000
@@ -185,3 +187,4 @@ def _read(path: Path, n: int) -> np.ndarray | None:
     if array.ndim != 2 or array.shape[0] != n or array.dtype != np.float32:
         return None
     return array
+

@@ -10,6 +10,8 @@ compared across models. A zero vector stays zero.
 - ``uniformity(x, t=2)`` = ``log`` of the mean over all pairs ``i < j`` of
   ``exp(-t ||x_i - x_j||^2)`` (§4.1, ``L_uniform``, summed over pairs as their code does with
   ``torch.pdist``; lower is more uniform).
+- ``dimension_profile(x)`` = mean |x_d| per dimension, largest first (a few large dimensions:
+  anisotropy, Ethayarajh 2019; Li et al. 2020).
 - ``anisotropy(x)`` = mean cosine similarity of randomly paired *distinct* sentences
   (Ethayarajh 2019's baseline, at sentence level): near 0 for an isotropic space, near 1
   when every embedding points the same way.
@@ -89,6 +91,22 @@ def anisotropy(x: np.ndarray, n_pairs: int | None = 10_000, seed: int = 0) -> fl
     i = rng.integers(0, n, size=n_pairs)
     j = (i + rng.integers(1, n, size=n_pairs)) % n  # uniform over the other n - 1 rows
     return float(np.mean(np.einsum("ij,ij->i", x[i], x[j])))
+
+
+def dimension_profile(x: np.ndarray, top: int | None = 20) -> np.ndarray:
+    """Mean absolute value of each dimension over the L2-normalised rows, largest first (the first ``top``).
+
+    The "magnitude profile" behind the anisotropy argument Tan et al. (2022, §3.4) take from
+    Ethayarajh (2019) and Li et al. (2020): an anisotropic space has a few dimensions with large
+    values in every embedding, so the profile starts high and drops; a flatter profile is a more
+    isotropic space. On unit rows the squared profile of all dimensions sums to at most 1, so
+    profiles of models with different dimensions compare by their shape.
+    """
+    x = l2_normalise(as_matrix(x, "x"))
+    if len(x) == 0:
+        raise ConfigError("dimension_profile needs at least one embedding")
+    profile = np.sort(np.abs(x).mean(axis=0))[::-1]
+    return profile if top is None else profile[:top]
 
 
 def evaluate_geometry(

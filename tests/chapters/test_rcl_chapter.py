@@ -1,0 +1,51 @@
+"""The RCL chapter in the smoke book (the session's ``smoke_book`` fixture): its tables with our rows beside
+the paper's, the rows it cannot compute marked "not run" with the reason, the anisotropy figure, the
+significance test named, the conclusions generated from the numbers and the GPU cost table or its absence."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import pytest
+
+from sentcl.book.results import load_results
+
+STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Average"]
+
+
+def test_the_rcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_book):
+    project, out, status, output = smoke_book
+    assert status == 0, output
+    mine = load_results(out, ["rcl"])
+    computed = {
+        "Table 1a": {"SRoBERTa-base", "Attention dropout (p=0.1)"},
+        "Table 1b": {"SRoBERTa-base", "DropHead (p=0.1)"},
+        "Table 3": {"SRoBERTa-base", "DropHead (p=0.1)", "Attention dropout (p=0.1)", "RCL", "Eq. 1 fine-tuning (no regulators)"},
+        "Table 5": {"Entropy model (phi = 0.01)", "Entropy model (phi = 0.02)", "RCL", "Eq. 1 fine-tuning (no regulators)"},
+    }
+    for table, rows in computed.items():
+        part = mine[mine["table"] == table]
+        assert set(part["row"]) == rows, table
+        for row in rows:
+            cells = part[part["row"] == row].set_index("column")["value"]
+            assert list(cells.index) == STS
+            assert cells["Average"] == pytest.approx(cells.drop("Average").mean())
+    rcl = mine[(mine["table"] == "Table 3") & (mine["row"] == "RCL")]
+    assert {tuple(s) for s in rcl["seeds"]} == {(0, 1)}  # the mean over the smoke profile's two seeds
+    table4 = set(mine[mine["table"] == "Table 4"]["row"])
+    assert table4 == {"0 regulators", "0 regulators, Eq. 1 fine-tuned (ours)", "2 regulators (phi = 0.01)",
+                      "4 regulators (phi = 0.01, 0.02)"}
+    assert not len(mine[mine["table"].isin(["Table 2a", "Table 2b"])])  # FAQ rows: not run, never filled in
+    anisotropy = mine[mine["table"] == "Anisotropy (ours)"]
+    assert set(anisotropy["column"]) == {"mean cosine", "largest dim"} and "RCL" in set(anisotropy["row"])
+    assert (out / "figures" / "rcl" / "anisotropy.png").is_file()
+    significance = json.loads((out / "rcl" / "significance.json").read_text())
+    assert "paired t-test" in significance["test"] and "RCL vs Eq. 1" in significance["p"]
+    page = html.unescape((out / "_build" / "html" / "book" / "rcl.html").read_text())
+    assert "Assumptions and deviations" in page and "Table 3: paper vs ours" in page
+    notebook = html.unescape((out / "_build" / "html" / "notebooks" / "rcl.html").read_text())
+    assert "RCL vs Eq. 1 fine-tuning (smoke profile" in notebook and "orderings of two rows" in notebook
+    assert "Table 2a: not run: data absent" in notebook and "Table 1a, not run in the smoke profile" in notebook
+    assert "rcl_gpu_h100.json" in notebook  # the GPU cost table, or the line saying it was not measured
+    assert "Traceback" not in notebook
