@@ -1,0 +1,45 @@
+"""The IFCL chapter's smoke run (the session's ``smoke_book``): its three tables with our rows beside the
+slides', the mutual-information figure, the conclusions generated from the numbers, the cost section."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import pytest
+
+from sentcl.book.results import load_results
+
+ENGLISH = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Average"]
+
+
+def test_the_ifcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_book):
+    project, out, status, output = smoke_book
+    assert status == 0, output
+    mine = load_results(out, ["ifcl"])
+    english = mine[mine["table"] == "English STS"]
+    assert set(english["row"]) == {"BERT-base (first-last avg.)", "IFCL-BERT-base", "SimCSE-BERT-base", "IFCL-BERT-base w/o TL"}
+    for row in set(english["row"]):
+        cells = english[english["row"] == row].set_index("column")["value"]
+        assert list(cells.index) == ENGLISH
+        assert cells["Average"] == pytest.approx(cells.drop("Average").mean())
+    trained = english[english["row"] == "IFCL-BERT-base"]
+    assert set(trained["seeds"]) == {(0, 1)} and trained["std"].notna().all()  # two seeds: mean and spread
+    chinese = mine[mine["table"] == "Chinese STS"]
+    assert set(chinese["row"]) == {"BERT", "SimCSE-BERT (◇)", "IFCL-BERT"}
+    assert set(chinese["column"]) == {"Chinese STS-B", "SimCLUE"}
+    mi = mine[mine["table"] == "Table 4"].set_index(["row", "column"])["value"]
+    assert set(mi.index) == {("IFCL-BERT", "MI(h, h+)"), ("IFCL-BERT", "MI(h, h-)"), ("IFCL-BERT", "MI_task"),
+                             ("IFCL-BERT w/o TL", "MI(h, h+)"), ("IFCL-BERT w/o TL", "MI(h, h-)"),
+                             ("IFCL-BERT w/o TL", "MI_task"), ("SimCSE", "MI(h, h+)"), ("SimCSE", "MI_task")}
+    assert (mi <= math.log(8) + 1e-6).all()  # the smoke profile's K = 8: the bound's ceiling
+    assert sorted(p.stem for p in (out / "figures" / "ifcl").glob("*.png")) == ["mi-ceiling"]
+    page = html.unescape((out / "_build" / "html" / "book" / "ifcl.html").read_text())
+    assert "Assumptions and deviations" in page
+    for table in ("English STS", "Chinese STS", "Table 4"):
+        assert f"{table}: paper vs ours" in page
+    assert "PT-BERT-base" in page and "cited" in page  # rows we do not compute, labelled
+    notebook = html.unescape((out / "_build" / "html" / "notebooks" / "ifcl.html").read_text())
+    assert "IFCL-BERT-base vs SimCSE-BERT-base" in notebook and "orderings of two rows" in notebook
+    assert "ifcl_gpu_h100.json" in notebook and ("not measured" in notebook or "Measured on" in notebook)
+    assert "Traceback" not in notebook

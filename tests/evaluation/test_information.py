@@ -1,0 +1,69 @@
+"""The InfoNCE lower bound on mutual information (IFCL's Table 4): a loop reference and its ceiling ln K."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sentcl.errors import ConfigError
+from sentcl.evaluation.information import infonce_ceiling, infonce_mutual_information
+
+
+def reference(a, b, k, tau):
+    """ln K − mean over groups and rows of −log softmax, with loops."""
+    values = []
+    for g in range(len(a) // k):
+        A, B = a[g * k:(g + 1) * k], b[g * k:(g + 1) * k]
+        A = A / np.linalg.norm(A, axis=1, keepdims=True)
+        B = B / np.linalg.norm(B, axis=1, keepdims=True)
+        for i in range(k):
+            logits = [float(A[i] @ B[j]) / tau for j in range(k)]
+            m = max(logits)
+            values.append(-(logits[i] - m - math.log(sum(math.exp(x - m) for x in logits))))
+    return math.log(k) - sum(values) / len(values)
+
+
+def test_matches_loop_reference_and_counts_rows():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(70, 8))
+    b = a + 0.5 * rng.normal(size=(70, 8))
+    got = infonce_mutual_information(a, b, candidates=16, temperature=0.1)
+    assert got.groups == 4 and got.rows_used == 64 and got.rows_given == 70
+    assert got.value == pytest.approx(reference(a, b, 16, 0.1), abs=1e-4)
+    assert got.ceiling == pytest.approx(math.log(16))
+
+
+def test_bound_saturates_at_ln_k_and_is_near_zero_for_independent_pairs():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(1024, 64))
+    for k in (4, 16, 64, 256):
+        same = infonce_mutual_information(a, a, candidates=k, temperature=0.05)
+        assert same.value <= infonce_ceiling(k) + 1e-6
+        assert same.value == pytest.approx(math.log(k), abs=0.01)  # identical pairs: the bound is its ceiling
+    independent = infonce_mutual_information(a, rng.normal(size=(1024, 64)), candidates=64, temperature=0.05)
+    assert independent.value < 0.5 * math.log(64)
+
+
+def test_bad_input_is_a_config_error():
+    with pytest.raises(ConfigError):
+        infonce_ceiling(1)
+    with pytest.raises(ConfigError, match="fill no group"):
+        infonce_mutual_information(np.ones((3, 2)), np.ones((3, 2)), candidates=4)
+    with pytest.raises(ConfigError):
+        infonce_mutual_information(np.ones((8, 2)), np.ones((8, 3)), candidates=4)
+
+
+def test_dropout_embeddings_are_seeded_noisy_and_leave_the_model_as_it_was():
+    from sentcl.evaluation.information import dropout_embeddings
+    from sentcl.models import tiny_model
+
+    model = tiny_model(0)
+    model.eval()
+    texts = ["a cat sat", "dogs bark at night", "the sun"]
+    one, again, other = (dropout_embeddings(model, texts, seed=s, batch_size=2) for s in (1, 1, 2))
+    assert one.shape == (3, model.get_embedding_dimension())
+    np.testing.assert_array_equal(one, again)
+    assert not np.allclose(one, other)  # dropout is on
+    assert not model.training
