@@ -46,12 +46,16 @@ def test_table_orderings_cover_every_table_with_the_column_and_count_what_holds(
     compared = pd.DataFrame([
         cell("T1", "a", "Average", 3.0, 30.0), cell("T1", "b", "Average", 2.0, 10.0), cell("T1", "c", "Average", 1.0, 20.0),
         cell("T1", "d", "Average", 0.5, float("nan"), status="cited"),
-        cell("T2", "a", "MRR", 0.9, 0.1), cell("T2", "b", "MRR", 0.8, 0.2),  # no Average column: left out
+        cell("T1", "a", "STSb", 9.0, 0.0), cell("T1", "b", "STSb", 8.0, 1.0),  # a table with an Average: only that
+        cell("T2", "a", "MRR", 0.9, 0.1), cell("T2", "b", "MRR", 0.8, 0.2),  # no Average: each column
+        cell("T2", "a", "P@1", 0.5, 0.3), cell("T2", "b", "P@1", 0.4, 0.2),
         cell("T3", "a", "Average", 1.0, 5.0),  # one computed row: no pair
     ])
     found = table_orderings(compared)
-    assert list(found) == ["T1", "T3"] and found["T3"] == []
+    assert list(found) == ["T1", "T2", "T3"] and found["T3"] == []
     assert {(o.higher, o.lower, o.holds) for o in found["T1"]} == {("a", "b", True), ("a", "c", True), ("b", "c", False)}
-    assert ordering_counts(compared) == (3, 2)
+    assert [(o.column, o.holds) for o in found["T2"]] == [("MRR", False), ("P@1", True)]
+    assert ordering_counts(compared) == (5, 3)
     assert ordering_counts(compared, "MRR") == (1, 0)
+    assert ordering_counts(compared, "Average") == (3, 2)
     assert ordering_counts(compared.iloc[0:0]) == (0, 0)  # a chapter that has not run

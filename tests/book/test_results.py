@@ -135,10 +135,10 @@ def test_a_new_run_replaces_the_rows_of_the_previous_run(tmp_path):
 
 def test_chapters_have_their_own_files(tmp_path):
     R.save_results(tmp_path, "mnrl_sbert", [cell()], run_id="r1")
-    R.save_results(tmp_path, "bsc", [cell(table="Table 5", column="rho")], run_id="r2")
+    R.save_results(tmp_path, "bsc", [cell(table="Table 5", row="BSC", column="STSb")], run_id="r2")
     df = R.load_results(tmp_path)
     assert sorted(df.chapter) == ["bsc", "mnrl_sbert"]
-    assert math.isnan(df.loc[df.chapter == "bsc", "paper_value"].iloc[0])  # no paper values for bsc yet
+    assert df.loc[df.chapter == "bsc", "paper_value"].iloc[0] == 83.26  # each chapter's own paper values
     assert list(R.load_results(tmp_path, ["bsc"]).chapter) == ["bsc"]
     assert R.load_results(tmp_path / "nothing").empty
 
@@ -240,6 +240,14 @@ def test_recorded_run_writes_a_record(tmp_path):
     assert record.wall_time_s >= 0 and record.peak_memory_mb > 0
     assert set(record.versions) == {"python", "torch", "transformers", "sentence-transformers", "sentcl"}
     assert record.device
+
+
+def test_a_run_named_with_a_slash_is_one_file_in_the_records_folder(tmp_path):
+    with records.recorded_run(tmp_path, kind="training", name="IFCL w/o TL seed 0", chapter="ifcl", profile="smoke", run_id="t3"):
+        pass
+    assert [p.name for p in (tmp_path / "records").iterdir()] == ["training-IFCL w-o TL seed 0-t3.json"]
+    (record,) = records.read_run_records(tmp_path / "records")
+    assert record.name == "IFCL w/o TL seed 0"  # the record keeps the name
 
 
 def test_recorded_run_marks_a_failure_and_reraises(tmp_path):

@@ -76,9 +76,7 @@ MAY_DIFFER = {
 
 @pytest.fixture(scope="module")
 def profiles() -> dict[str, dict]:
-    defaults = runner.notebook_parameters(NOTEBOOK)
-    by_profile = runner.read_profiles(NOTEBOOK.with_suffix(".profiles.yaml"), defaults)
-    return {profile: {**defaults, **values} for profile, values in by_profile.items()}
+    return runner.chapter_profiles(NOTEBOOK)
 
 
 def test_every_profile_is_there_and_runs_without_overrides(profiles):

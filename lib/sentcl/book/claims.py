@@ -5,8 +5,8 @@ refute) what the paper concludes from them: that one method beats another. :func
 takes every pair of rows of a table that the paper reports and we computed, and says for each
 whether our values order them as the paper's do; :meth:`Ordering.sentence` writes that as a
 sentence, so a chapter states its conclusions from its numbers rather than typing them.
-:func:`table_orderings` and :func:`ordering_counts` do it for every table that has the column,
-for the book's scorecard: what a miniature run can test, where agreement of its numbers with
+:func:`table_orderings` and :func:`ordering_counts` do it for every table, on its Average column
+or, in a table without one, on each of its columns, for the book's scorecard: what a miniature run can test, where agreement of its numbers with
 the paper's would be coincidence.
 """
 
@@ -77,20 +77,30 @@ def orderings(compared: pd.DataFrame, table: str, column: str = "Average") -> li
     return out
 
 
-def table_orderings(compared: pd.DataFrame, column: str = "Average") -> dict[str, list[Ordering]]:
-    """:func:`orderings` of every table of ``compared`` that has ``column``, by table in order
-    (a table without that column is left out; one with fewer than two computed rows has none)."""
+def headline_columns(compared: pd.DataFrame, table: str) -> list[str]:
+    """The columns a table's orderings are read on: its ``Average`` when it has one (the papers'
+    summary of several tasks), else every column it has (one metric or task each), in order."""
+    columns = list(dict.fromkeys(compared.loc[compared["table"] == table, "column"]))
+    return ["Average"] if "Average" in columns else columns
+
+
+def table_orderings(compared: pd.DataFrame, column: str | None = None) -> dict[str, list[Ordering]]:
+    """:func:`orderings` of every table of ``compared``, by table in order: on ``column`` (a table
+    without it is left out) or, by default, on each of the table's :func:`headline_columns`. A
+    table with fewer than two computed rows has none."""
     found = {}
     for table in dict.fromkeys(compared["table"]):
-        if ((compared["table"] == table) & (compared["column"] == column)).any():
-            found[table] = orderings(compared, table, column)
+        columns = headline_columns(compared, table) if column is None else [column]
+        present = [c for c in columns if ((compared["table"] == table) & (compared["column"] == c)).any()]
+        if present:
+            found[table] = [o for c in present for o in orderings(compared, table, c)]
     return found
 
 
-def ordering_counts(compared: pd.DataFrame, column: str = "Average") -> tuple[int, int]:
-    """(orderings this run computed, orderings that hold), over every table with ``column``."""
+def ordering_counts(compared: pd.DataFrame, column: str | None = None) -> tuple[int, int]:
+    """(orderings this run computed, orderings that hold), over every table (see :func:`table_orderings`)."""
     found = [o for table in table_orderings(compared, column).values() for o in table]
     return len(found), sum(o.holds for o in found)
 
 
-__all__ = ["Ordering", "ordering_counts", "orderings", "table_orderings"]
+__all__ = ["Ordering", "headline_columns", "ordering_counts", "orderings", "table_orderings"]

@@ -32,7 +32,7 @@ GENERATED = Path("book") / "_generated"
 DATA_ROOT_LABEL = "$SENTCL_DATA"  # how a page names a real data root (its local path is not published)
 OUT_LABEL = "<out>"  # how a page names the output folder
 WIDE_PAGE = "---\nhtml_theme.sidebar_secondary.remove: true\n---\n\n"  # front matter: no contents panel, full width
-ORDERINGS_COLUMN = "Average"
+ORDERINGS_ON = "Average column, or on each column of a table without one"  # claims.headline_columns
 
 
 @dataclass
@@ -199,9 +199,9 @@ def _public_compared(compared: pd.DataFrame, known: dict[str, str] | None) -> pd
 
 
 def _orderings_text(state: ChapterState) -> str:
-    """One line per table: how many of the paper's orderings of two rows (on the Average
-    column) this run computed, and how many hold."""
-    found = claims.table_orderings(state.compared, ORDERINGS_COLUMN)
+    """One line per table: how many of the paper's orderings of two rows (on the table's
+    headline columns, :func:`sentcl.book.claims.headline_columns`) this run computed, and how many hold."""
+    found = claims.table_orderings(state.compared)
     if not found:
         return ""
     per_table = "; ".join(
@@ -216,7 +216,7 @@ def _orderings_text(state: ChapterState) -> str:
     )
     return (
         f"**The paper's orderings** (every pair of rows of a table that the paper reports and this run "
-        f"computed, on the {ORDERINGS_COLUMN} column; the executed notebook states each): {per_table}.{why}\n"
+        f"computed, on the {ORDERINGS_ON}; the executed notebook states each): {per_table}.{why}\n"
     )
 
 
@@ -272,7 +272,7 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
         "the project's sample data -- cannot match the paper's numbers except by coincidence, so its Δ "
         "are shown uncoloured and not counted. What a miniature can test is the paper's **orderings**: "
         f"for each table, every pair of rows that the paper reports and this run computed, on the "
-        f"{ORDERINGS_COLUMN} column; *hold* counts the pairs our numbers order as the paper does.\n",
+        f"{ORDERINGS_ON}; *hold* counts the pairs our numbers order as the paper does.\n",
         "## Summary\n",
     ]
     header = ["chapter", "run", "paper cells", "computed", "orderings checked", "orderings hold",
@@ -280,7 +280,7 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
     rows = []
     for s in states:
         counts = report.summary(s.compared)
-        checked, hold = claims.ordering_counts(s.compared, ORDERINGS_COLUMN)
+        checked, hold = claims.ordering_counts(s.compared)
         judged = counts["judged"] > 0
         agreement = [str(counts[a]) if judged else "—" for a in report.AGREEMENT]
         rows.append([

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import re
 import resource as _resource
 import sys
 import time
@@ -70,7 +71,8 @@ class RunRecord:
 
     @property
     def file_name(self) -> str:
-        return f"{self.kind}-{self.name}-{self.run_id}.json"
+        """``<kind>-<name>-<run_id>.json``, a path separator in the name as ``-`` ("IFCL w/o TL")."""
+        return re.sub(r"[/\\]", "-", f"{self.kind}-{self.name}-{self.run_id}") + ".json"
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], path: str | os.PathLike = "<record>") -> RunRecord:

@@ -184,6 +184,14 @@ def read_profiles(path: Path, defaults: dict[str, Any]) -> dict[str, dict[str, A
     return profiles
 
 
+
+def chapter_profiles(notebook: Path) -> dict[str, dict[str, Any]]:
+    """Every parameter of ``notebook`` per profile: its defaults with the profile's values over them
+    (what a run of that profile sees, the runner's own three aside)."""
+    defaults = notebook_parameters(notebook)
+    by_profile = read_profiles(notebook.with_suffix(".profiles.yaml"), defaults)
+    return {profile: {**defaults, **values} for profile, values in by_profile.items()}
+
 @dataclass
 class Plan:
     """One notebook to run: its chapter, paths, the values papermill injects (the

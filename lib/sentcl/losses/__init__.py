@@ -14,7 +14,17 @@ a loss's own parameter groups and state) is written once, in :mod:`sentcl.losses
 """
 
 from sentcl.losses.base import SIMILARITIES, SentclLoss, similarity_matrix
+from sentcl.losses.bsc import (
+    BatchSoftmaxContrastiveLoss,
+    ComboLoss,
+    TripletLoss,
+    batch_softmax_contrastive_loss,
+    cosine_mse_loss,
+    triplet_loss,
+)
+from sentcl.losses.ifcl import HippocampusQueue, IFCLLoss, queue_infonce_loss, twin_loss, twin_margins
 from sentcl.losses.mnrl import MultipleNegativesRankingLoss, multiple_negatives_ranking_loss
+from sentcl.losses.rcl import EntropyLoss, RegulatorLoss, entropy_loss, regulator_loss
 from sentcl.losses.softmax import (
     CONCATENATION_PARTS,
     SBERT_CONCATENATION,
@@ -24,6 +34,21 @@ from sentcl.losses.softmax import (
 )
 
 __all__ = [
+    "BatchSoftmaxContrastiveLoss",
+    "ComboLoss",
+    "TripletLoss",
+    "batch_softmax_contrastive_loss",
+    "cosine_mse_loss",
+    "triplet_loss",
+    "HippocampusQueue",
+    "IFCLLoss",
+    "queue_infonce_loss",
+    "twin_loss",
+    "twin_margins",
+    "EntropyLoss",
+    "RegulatorLoss",
+    "entropy_loss",
+    "regulator_loss",
     "CONCATENATION_PARTS",
     "SBERT_CONCATENATION",
     "SIMILARITIES",
