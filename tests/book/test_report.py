@@ -174,7 +174,7 @@ def test_comparison_table_labels_cited_rows_and_colours_ours():
     assert _Cells(table.styler.to_html()).rows == [
         ["Baseline", "paper [#] (cited)", "50.00", "60.00"],
         ["Ours-paper", "paper", "70.00", "80.00"],
-        ["ours · paper · 3 seeds", "74.00 ± 0.25", "80.50"],
+        ["ours · paper · 3 seeds", "74.00± 0.25", "80.50"],  # the spread on a line of its own
         ["Δ", "+4.00", "+0.50"],
         ["Extra", "ours · sample data", "1.00", ""],
     ]

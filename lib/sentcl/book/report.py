@@ -212,7 +212,8 @@ def comparison_table(
             if line == "paper" and not math.isnan(cell.paper_value):
                 text.loc[(row, line), col] = f"{cell.paper_value:.{digits}f}"
             elif line == "ours" and not math.isnan(cell.value):
-                std = "" if math.isnan(cell.std) else f" ± {cell.std:.{digits}f}"
+                # the spread under the mean, so that a many-column table stays narrow
+                std = "" if math.isnan(cell.std) else f"<br><small>± {cell.std:.{digits}f}</small>"
                 text.loc[(row, line), col] = f"{cell.value:.{digits}f}{std}"
             elif line == "Δ" and not math.isnan(cell.delta):
                 text.loc[(row, line), col] = f"{cell.delta:+.{digits}f}".replace("-", "−")
@@ -232,6 +233,7 @@ def comparison_table(
                 {"selector": "td", "props": "text-align: right; vertical-align: top; white-space: nowrap; padding: 0.1em 0.25em"},
                 {"selector": "th", "props": "text-align: left; vertical-align: top; white-space: nowrap; padding: 0.1em 0.3em"},
                 {"selector": "th.row_heading.level0", "props": "white-space: normal; min-width: 5em; width: 7em"},
+                {"selector": "th.row_heading.level1", "props": "white-space: normal; min-width: 4em"},
                 {"selector": "caption", "props": "caption-side: top; font-weight: bold; text-align: left"},
                 {"selector": "", "props": "margin-left: 0"},
             ]
