@@ -7,28 +7,24 @@ and their fusion twins (``sentcl.data.augmentation.fusion_twins``, seed 7), batc
 optimizer steps), a checkpoint every 2 steps, evaluation on the sample STS-B dev twice an epoch with
 model selection, seed 7, one torch thread, dropout on; each step sleeps ``--pace`` seconds (numbers
 unchanged) so the kill lands mid-run. The kill, the processes and the comparison are those of
-``benchmarks/resume_check.py`` (reused, not copied); the summary adds a SHA-256 of the queue's final
-contents and the queue's size right after the resume. Writes ``benchmarks/results/ifcl_resume_check_cpu.json``::
+``benchmarks/resume_check.py`` (reused, not copied; the machinery they share is ``benchmarks/_resume.py``);
+the summary adds a SHA-256 of the queue's final contents and the queue's size right after the resume.
+Writes ``benchmarks/results/ifcl_resume_check_cpu.json``::
 
     .venv/bin/python benchmarks/ifcl_resume_check.py [--kill-after 20] [--pace 0.1] [--out PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
-import os
-import platform
 import sys
-import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import resume_check  # noqa: E402  (the kill-and-compare machinery)
+import _resume  # noqa: E402  (the command line and the record, shared with the other resume checks)
+import resume_check  # noqa: E402  (its kill-after-a-checkpoint check)
 
 RESULT = HERE / "results" / "ifcl_resume_check_cpu.json"
 CONFIG = {**resume_check.CONFIG, "learning_rate": 1e-3}
@@ -69,71 +65,34 @@ def train(out: Path, pace: float) -> None:
     trainer = Trainer(tiny_model(0), lambda m: IFCLLoss(m, **LOSS), data, TrainingConfig(**CONFIG),
                       evaluator=spearman, callbacks=[pace_cb], show_progress=False)
     result = trainer.train(out)
-    digest, queue = hashlib.sha256(), hashlib.sha256()
-    for name, tensor in sorted(trainer.model.state_dict().items()):
-        digest.update(name.encode() + tensor.numpy().tobytes())
+    queue = hashlib.sha256()
     for tensor in trainer.loss.queue.get_extra_state()["batches"]:
         queue.update(tensor.float().numpy().tobytes())
-    summary = {
-        "final": spearman(trainer.model),
-        "evaluations": result.evaluations,
-        "losses": result.losses,
-        "best_step": result.best_step,
-        "resumed_from": result.resumed_from_step,
-        "weights": digest.hexdigest(),
-        "queue": queue.hexdigest(),
-        "first_step_seen": pace_cb.first,
-        "wall_time_s": result.run["wall_time_s"],
-    }
-    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    _resume.write_summary(out, {**resume_check.summary(trainer, result, spearman), "queue": queue.hexdigest(),
+                                "first_step_seen": pace_cb.first})
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kill-after", type=int, default=20)
-    parser.add_argument("--pace", type=float, default=0.1)
-    parser.add_argument("--out", default=str(RESULT))
-    parser.add_argument("--workdir", default=None)
-    commands = parser.add_subparsers(dest="command")
-    one = commands.add_parser("train")
-    one.add_argument("output_dir")
-    one.add_argument("--pace", type=float, default=0.1)
-    args = parser.parse_args(argv)
+    args = _resume.parser(__doc__, "train", 0.1, RESULT, kill_after=20).parse_args(argv)
     if args.command == "train":
         train(Path(args.output_dir), args.pace)
         return 0
+    settings = {"model": "sentcl.models.tiny_model(0), dropout on", "loss": {"class": "sentcl IFCLLoss", **LOSS},
+                "data": "sample wiki1m (200 sentences) + fusion twins (seed 7); sample STS-B dev for evaluation",
+                "config": CONFIG, "steps": STEPS, "torch_threads": 1, "pace_s": args.pace, "kill_after_step": args.kill_after}
 
-    from sentcl.book.records import environment
-    from sentcl.io import atomic_write_json
+    def check(workdir: Path) -> dict:
+        """resume_check's check, pointed at this file's run; adds whether the queue came back whole."""
+        outcome = resume_check.check(workdir, args.kill_after, args.pace, script=__file__, steps=STEPS,
+                                     compared=(*resume_check.COMPARED, "queue"))
+        outcome["queue_restored"] = outcome["resumed"]["first_step_seen"]["queue_batches"] == LOSS["queue_batches"]
+        return outcome
 
-    # resume_check's machinery, pointed at this file's run
-    resume_check.STEPS, resume_check.COMPARED = STEPS, (*resume_check.COMPARED, "queue")
-    resume_check._start = lambda out, pace: resume_check.subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "train", str(out), "--pace", str(pace)],
-        stdout=resume_check.subprocess.PIPE, stderr=resume_check.subprocess.STDOUT, text=True)
-    load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory() as tmp:
-        outcome = resume_check.check(Path(args.workdir or tmp), args.kill_after, args.pace)
-    resumed_first = outcome["resumed"]["first_step_seen"]
-    outcome["queue_restored"] = resumed_first["queue_batches"] == LOSS["queue_batches"]
-    env = environment()
-    record = {
-        "benchmark": "ifcl_resume_check",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"device": env["device"], "cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "load_average_before": [round(x, 2) for x in load_before],
-                    "load_average_after": [round(x, 2) for x in os.getloadavg()]},
-        "versions": env["versions"],
-        "settings": {"model": "sentcl.models.tiny_model(0), dropout on", "loss": {"class": "sentcl IFCLLoss", **LOSS},
-                     "data": "sample wiki1m (200 sentences) + fusion twins (seed 7); sample STS-B dev for evaluation",
-                     "config": CONFIG, "steps": STEPS, "torch_threads": 1, "pace_s": args.pace, "kill_after_step": args.kill_after},
-        **outcome,
-    }
-    atomic_write_json(args.out, record)
+    outcome = _resume.write_record(args, "ifcl_resume_check", check, settings)
     ok = outcome["identical"] and outcome["queue_restored"]
     print(f"killed after the checkpoint of step {outcome['killed_after_checkpoint']}, resumed from step "
-          f"{outcome['resumed_from_step']} with {resumed_first['queue_batches']} queued batches: "
-          f"{'identical' if ok else 'DIFFERENT'} {outcome['same']}")
+          f"{outcome['resumed_from_step']} with {outcome['resumed']['first_step_seen']['queue_batches']} queued "
+          f"batches: {'identical' if ok else 'DIFFERENT'} {outcome['same']}")
     print(f"-> {args.out}")
     return 0 if ok else 1
 

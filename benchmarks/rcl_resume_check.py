@@ -20,18 +20,14 @@ score (sample). Writes ``benchmarks/results/rcl_resume_check_cpu.json``::
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import _resume  # the kill, the rerun and the record, shared with the other resume checks
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "rcl_resume_check_cpu.json"
@@ -81,9 +77,6 @@ def pipeline(out: Path, pace: float) -> None:
     config = TrainingConfig(batch_size=8, learning_rate=1e-3, max_steps=12, seed=7, log_steps=1, checkpoint_steps=1)
     augmented = augment(base, data, PHIS, config, scale=20.0, patience=3, train=train, show_progress=False)
     model, final = train_final_model(base, data, augmented.stores_for(PHIS), config, scale=20.0, train=train)
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode() + tensor.numpy().tobytes())
     summary = {
         "ran": ran,
         "triplets": len(data),
@@ -93,22 +86,10 @@ def pipeline(out: Path, pace: float) -> None:
                                             + np.ascontiguousarray(augmented.stores[p].array("index")).tobytes()).hexdigest()
                    for p in PHIS},
         "final_losses": final.losses,
-        "final_weights": digest.hexdigest(),
+        "final_weights": _resume.weights_sha256(model),
         "final_dev_spearman": sts_dev_evaluator(load("stsbenchmark", "dev", samples_root()))(model)["spearman"],
     }
-    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
-
-
-def _start(out: Path, pace: float) -> subprocess.Popen:
-    out.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(Path(__file__).resolve()), "pipeline", str(out), "--pace", str(pace)]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _finish(process: subprocess.Popen, timeout: float) -> None:
-    output, _ = process.communicate(timeout=timeout)
-    if process.returncode != 0:
-        raise RuntimeError(f"a pipeline process failed (exit {process.returncode}):\n{output[-3000:]}")
+    _resume.write_summary(out, summary)
 
 
 def _second_has_checkpoint(out: Path) -> bool:
@@ -120,80 +101,36 @@ def _second_has_checkpoint(out: Path) -> bool:
 
 
 def check(workdir: Path, pace: float, timeout: float = 600) -> dict[str, Any]:
-    reference, interrupted = workdir / "reference", workdir / "interrupted"
-    started = time.perf_counter()
-    straight, victim = _start(reference, pace), _start(interrupted, pace)
-    try:
-        deadline, killed = time.monotonic() + timeout, False
-        while time.monotonic() < deadline and victim.poll() is None:
-            if _second_has_checkpoint(interrupted):
-                os.kill(victim.pid, signal.SIGKILL)
-                killed = True
-                break
-            time.sleep(0.05)
-        victim.wait(timeout=60)
-        if not killed:
-            raise RuntimeError(f"the victim ended (exit {victim.returncode}) before its second entropy model checkpointed: raise --pace")
-        summary_after_kill = (interrupted / "summary.json").exists()
-        _finish(straight, timeout)
-    finally:
-        for process in (straight, victim):
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    _finish(_start(interrupted, pace), timeout)  # the same command again
-    expected = json.loads((reference / "summary.json").read_text(encoding="utf-8"))
-    got = json.loads((interrupted / "summary.json").read_text(encoding="utf-8"))
+    rerun = _resume.kill_and_rerun(__file__, "pipeline", workdir, pace, kill_when=_second_has_checkpoint,
+                                   not_killed="before its second entropy model checkpointed", timeout=timeout,
+                                   what="pipeline")
+    expected, got = rerun.expected, rerun.got
     first, second = (next(r for r in got["ran"] if r["name"] == f"entropy model phi={p:g}") for p in PHIS)
-    same = {key: got[key] == expected[key] for key in COMPARED}
+    same = rerun.same(COMPARED)
     return {
         "killed_during": f"entropy model phi={PHIS[1]:g}",
-        "victim_returncode": victim.returncode,
-        "summary_after_kill": summary_after_kill,
+        "victim_returncode": rerun.victim_returncode,
+        "summary_after_kill": rerun.summary_after_kill,
         "rerun_stages": got["ran"],
         "first_entropy_model_retrained": first["trained"],
         "second_entropy_model_resumed_from_step": second["resumed_from_step"],
         "same": same,
         "identical": all(same.values()) and not first["trained"] and bool(second["resumed_from_step"]),
-        "wall_time_s": round(time.perf_counter() - started, 1),
+        "wall_time_s": rerun.wall_time_s,
         "reference": {k: expected[k] for k in ("entropy_steps", "stores", "final_weights", "final_dev_spearman", "triplets")},
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pace", type=float, default=0.3, help="seconds each step sleeps after it")
-    parser.add_argument("--out", default=str(RESULT))
-    parser.add_argument("--workdir", default=None)
-    commands = parser.add_subparsers(dest="command")
-    one = commands.add_parser("pipeline", help="one run of the pipeline (what the check starts three times)")
-    one.add_argument("output_dir")
-    one.add_argument("--pace", type=float, default=0.3)
-    args = parser.parse_args(argv)
+    args = _resume.parser(__doc__, "pipeline", 0.3, RESULT).parse_args(argv)
     if args.command == "pipeline":
         pipeline(Path(args.output_dir), args.pace)
         return 0
-
-    from sentcl.book.records import environment
-    from sentcl.io import atomic_write_json
-
-    load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory() as tmp:
-        outcome = check(Path(args.workdir or tmp), args.pace)
-    env = environment()
-    record = {
-        "benchmark": "rcl_resume_check",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"device": env["device"], "cpu_count": os.cpu_count(),
-                    "load_average_before": [round(x, 2) for x in load_before],
-                    "load_average_after": [round(x, 2) for x in os.getloadavg()]},
-        "versions": env["versions"],
-        "settings": {"model": "sentcl.models.tiny_model(0)", "data": "sample SNLI train triplets", "phis": list(PHIS),
-                     "entropy": "Eq. 2, batch 8, lr 1e-3, early stop after 3 steps without a lower loss, <= 12 steps",
-                     "final": "Eq. 3 with 4 regulators, 12 steps", "seed": 7, "torch_threads": 1, "pace_s": args.pace},
-        **outcome,
-    }
-    atomic_write_json(args.out, record)
+    settings = {"model": "sentcl.models.tiny_model(0)", "data": "sample SNLI train triplets", "phis": list(PHIS),
+                "entropy": "Eq. 2, batch 8, lr 1e-3, early stop after 3 steps without a lower loss, <= 12 steps",
+                "final": "Eq. 3 with 4 regulators, 12 steps", "seed": 7, "torch_threads": 1, "pace_s": args.pace}
+    outcome = _resume.write_record(args, "rcl_resume_check", lambda workdir: check(workdir, args.pace), settings,
+                                   with_platform=False)
     print(f"killed during the second entropy model; rerun: first retrained={outcome['first_entropy_model_retrained']}, "
           f"second resumed from step {outcome['second_entropy_model_resumed_from_step']}; "
           f"{'identical' if outcome['identical'] else 'DIFFERENT'} {outcome['same']} -> {args.out}")

@@ -22,19 +22,12 @@ logged loss, the best step and a SHA-256 of the final weights. Writes
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
-import os
-import platform
-import signal
-import subprocess
 import sys
-import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import _resume  # the kill, the rerun and the record, shared with the other resume checks
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "resume_check_cpu.json"
@@ -78,82 +71,54 @@ def train(out: Path, pace: float) -> None:
     data = TrainingData.from_record(load("snli", "train", samples_root()).with_label("entailment"), labels=False)
     trainer = Trainer(tiny_model(0), MultipleNegativesRankingLoss, data, TrainingConfig(**CONFIG),
                       sampler=NoDuplicatesBatchSampler(), evaluator=spearman, callbacks=[Pace()], show_progress=False)
-    result = trainer.train(out)
-    digest = hashlib.sha256()
-    for name, tensor in sorted(trainer.model.state_dict().items()):
-        digest.update(name.encode() + tensor.numpy().tobytes())
-    summary = {
-        "final": spearman(trainer.model),
+    _resume.write_summary(out, summary(trainer, trainer.train(out), spearman))
+
+
+def summary(trainer, result, evaluate) -> dict[str, Any]:
+    """What the check compares of a finished run: ``evaluate``'s final score, the evaluations, losses and
+    best step, the step it resumed from, the weights' hash and the training's wall time."""
+    return {
+        "final": evaluate(trainer.model),
         "evaluations": result.evaluations,
         "losses": result.losses,
         "best_step": result.best_step,
         "resumed_from": result.resumed_from_step,
-        "weights": digest.hexdigest(),
+        "weights": _resume.weights_sha256(trainer.model),
         "wall_time_s": result.run["wall_time_s"],
     }
-    (out / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
-
-
-def _start(out: Path, pace: float) -> subprocess.Popen:
-    command = [sys.executable, str(Path(__file__).resolve()), "train", str(out), "--pace", str(pace)]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _finish(process: subprocess.Popen, timeout: float) -> None:
-    output, _ = process.communicate(timeout=timeout)
-    if process.returncode != 0:
-        raise RuntimeError(f"a training process failed (exit {process.returncode}):\n{output[-3000:]}")
 
 
 def _checkpoint_steps(out: Path) -> list[int]:
     return sorted(int(p.name.split("-")[1]) for p in (out / "checkpoints").glob("checkpoint-*"))
 
 
-def check(workdir: Path, kill_after: int, pace: float, timeout: float = 240) -> dict[str, Any]:
-    """Run the reference and the victim in ``workdir``, SIGKILL the victim once a checkpoint at step
-    ``kill_after`` or later exists, run its command again; returns the comparison."""
-    if not 0 < kill_after < STEPS:
-        raise SystemExit(f"--kill-after must be a step inside the run (1 to {STEPS - 1}), got {kill_after}")
-    reference, interrupted = workdir / "reference", workdir / "interrupted"
-    started = time.perf_counter()
-    straight, victim = _start(reference, pace), _start(interrupted, pace)
-    try:
-        deadline = time.monotonic() + timeout
-        killed_after = None
-        while time.monotonic() < deadline and victim.poll() is None:
-            steps = _checkpoint_steps(interrupted)
-            if steps and steps[-1] >= kill_after:
-                os.kill(victim.pid, signal.SIGKILL)
-                killed_after = steps[-1]
-                break
-            time.sleep(0.05)
-        victim.wait(timeout=60)
-        if killed_after is None:
-            raise RuntimeError(f"the victim ended (exit {victim.returncode}) or stalled before a checkpoint at step "
-                               f">= {kill_after}: raise --pace")
-        checkpoints_at_kill = _checkpoint_steps(interrupted)
-        summary_after_kill = (interrupted / "summary.json").exists()
-        _finish(straight, timeout)
-    finally:
-        for process in (straight, victim):
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    _finish(_start(interrupted, pace), timeout)  # the same command again
-    expected = json.loads((reference / "summary.json").read_text(encoding="utf-8"))
-    got = json.loads((interrupted / "summary.json").read_text(encoding="utf-8"))
-    same = {key: got[key] == expected[key] for key in COMPARED}
+def check(workdir: Path, kill_after: int, pace: float, timeout: float = 240, *, script: str | Path = __file__,
+          steps: int = STEPS, compared: tuple[str, ...] = COMPARED) -> dict[str, Any]:
+    """Run ``script``'s reference and victim in ``workdir``, SIGKILL the victim once a checkpoint at step
+    ``kill_after`` or later exists, run its command again; returns the comparison (``steps``: the run's
+    optimizer steps; ``compared``: the summary keys that must be equal)."""
+    if not 0 < kill_after < steps:
+        raise SystemExit(f"--kill-after must be a step inside the run (1 to {steps - 1}), got {kill_after}")
+
+    def reached(out: Path) -> int | None:
+        done = _checkpoint_steps(out)
+        return done[-1] if done and done[-1] >= kill_after else None
+
+    rerun = _resume.kill_and_rerun(script, "train", workdir, pace, kill_when=reached, after_kill=_checkpoint_steps,
+                                   not_killed=f"or stalled before a checkpoint at step >= {kill_after}", timeout=timeout)
+    expected, got = rerun.expected, rerun.got
+    same = rerun.same(compared)
     return {
-        "killed_after_checkpoint": killed_after,
-        "victim_returncode": victim.returncode,
-        "checkpoints_at_kill": checkpoints_at_kill,
-        "summary_after_kill": summary_after_kill,
+        "killed_after_checkpoint": rerun.killed,
+        "victim_returncode": rerun.victim_returncode,
+        "checkpoints_at_kill": rerun.at_kill,
+        "summary_after_kill": rerun.summary_after_kill,
         "resumed_from_step": got["resumed_from"],
-        "checkpoints_left_after_resume": (interrupted / "checkpoints").exists(),
+        "checkpoints_left_after_resume": (workdir / "interrupted" / "checkpoints").exists(),
         "same": same,
         "identical": all(same.values()),
         "wall_time_s": {
-            "whole_check": round(time.perf_counter() - started, 1),
+            "whole_check": rerun.wall_time_s,
             "reference_training": expected["wall_time_s"],
             "resumed_training": got["wall_time_s"],
         },
@@ -163,53 +128,24 @@ def check(workdir: Path, kill_after: int, pace: float, timeout: float = 240) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kill-after", type=int, default=12, help="kill once a checkpoint at this step or later exists")
-    parser.add_argument("--pace", type=float, default=0.1, help="seconds each step sleeps after it")
-    parser.add_argument("--out", default=str(RESULT))
-    parser.add_argument("--workdir", default=None, help="where the runs train (default: a temporary folder)")
-    commands = parser.add_subparsers(dest="command")
-    one = commands.add_parser("train", help="one training run (what the check starts three times)")
-    one.add_argument("output_dir")
-    one.add_argument("--pace", type=float, default=0.1)
-    args = parser.parse_args(argv)
+    args = _resume.parser(__doc__, "train", 0.1, RESULT, kill_after=12).parse_args(argv)
     if args.command == "train":
         train(Path(args.output_dir), args.pace)
         return 0
-
-    from sentcl.book.records import environment
-    from sentcl.io import atomic_write_json
-
-    load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory() as tmp:
-        outcome = check(Path(args.workdir or tmp), args.kill_after, args.pace)
-    env = environment()
-    record = {
-        "benchmark": "resume_check",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
-        "machine": {
-            "device": env["device"],
-            "cpu_count": os.cpu_count(),
-            "platform": platform.platform(),
-            "load_average_before": [round(x, 2) for x in load_before],
-            "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        },
-        "versions": env["versions"],
-        "settings": {
-            "model": "sentcl.models.tiny_model(0), dropout on",
-            "loss": "sentcl MultipleNegativesRankingLoss",
-            "sampler": "NoDuplicatesBatchSampler",
-            "data": "sample SNLI train entailment pairs (120), sample STS-B dev for evaluation",
-            "config": CONFIG,
-            "steps": STEPS,
-            "torch_threads": 1,
-            "pace_s": args.pace,
-            "kill_after_step": args.kill_after,
-        },
-        **outcome,
+    settings = {
+        "model": "sentcl.models.tiny_model(0), dropout on",
+        "loss": "sentcl MultipleNegativesRankingLoss",
+        "sampler": "NoDuplicatesBatchSampler",
+        "data": "sample SNLI train entailment pairs (120), sample STS-B dev for evaluation",
+        "config": CONFIG,
+        "steps": STEPS,
+        "torch_threads": 1,
+        "pace_s": args.pace,
+        "kill_after_step": args.kill_after,
     }
-    atomic_write_json(args.out, record)
+    command = " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])])
+    outcome = _resume.write_record(args, "resume_check", lambda workdir: check(workdir, args.kill_after, args.pace),
+                                   settings, command=command)
     print(f"killed after the checkpoint of step {outcome['killed_after_checkpoint']}, resumed from step "
           f"{outcome['resumed_from_step']}: {'identical' if outcome['identical'] else 'DIFFERENT'} {outcome['same']}")
     print(f"-> {args.out}")

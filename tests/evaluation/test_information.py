@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from sentcl.errors import ConfigError
 from sentcl.evaluation.information import infonce_ceiling, infonce_mutual_information
@@ -62,8 +63,46 @@ def test_dropout_embeddings_are_seeded_noisy_and_leave_the_model_as_it_was():
     model = tiny_model(0)
     model.eval()
     texts = ["a cat sat", "dogs bark at night", "the sun"]
-    one, again, other = (dropout_embeddings(model, texts, seed=s, batch_size=2) for s in (1, 1, 2))
+    one, again, other = (dropout_embeddings(model, texts, seed=s, batch_size=2, cache=False) for s in (1, 1, 2))
     assert one.shape == (3, model.get_embedding_dimension())
     np.testing.assert_array_equal(one, again)
     assert not np.allclose(one, other)  # dropout is on
     assert not model.training
+
+
+def test_dropout_embeddings_are_cached_under_their_draw(tmp_path, monkeypatch):
+    """A second call runs no forward pass and returns the same array; another seed, dropout rate, batch
+    size or model (its fingerprint) is another key; the cached draw is the one computed without cache."""
+    from sentcl.embeddings import cache_file
+    from sentcl.evaluation.information import dropout_embeddings
+    from sentcl.models import tiny_model
+
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path))
+    model = tiny_model(0)
+    calls = []
+    model[0].register_forward_hook(lambda *args: calls.append(1))
+    texts = ["a cat sat", "dogs bark at night", "the sun", "rain again"]
+
+    first = dropout_embeddings(model, texts, seed=1, batch_size=2)
+    assert len(calls) == 2 and len(list(tmp_path.glob("embeddings/*/*.npy"))) == 1
+    again = dropout_embeddings(model, texts, seed=1, batch_size=2)
+    assert len(calls) == 2  # a hit: no forward pass
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, dropout_embeddings(model, texts, seed=1, batch_size=2, cache=False))
+
+    def computed(**changes):
+        draw = {"seed": 1, "batch_size": 2, **changes}
+        before = len(calls)
+        dropout_embeddings(model, texts, **draw)
+        return len(calls) > before
+
+    assert computed(seed=2) and computed(batch_size=4)  # each a miss: forward passes
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.3
+    assert computed()  # the same seed and batch size under another dropout rate
+    assert not np.array_equal(first, dropout_embeddings(model, texts, seed=1, batch_size=2))
+    with torch.no_grad():
+        next(model.parameters()).add_(0.01)
+    assert computed()  # another model (fingerprint)
+    assert cache_file(model, texts, "fp32", False) != cache_file(model, texts, "fp32", False, dropout={"seed": 1})

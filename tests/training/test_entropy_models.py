@@ -24,13 +24,7 @@ from sentcl.training.entropy_models import (
     train_initial_model,
 )
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 
 
 def nli_like(n=16):

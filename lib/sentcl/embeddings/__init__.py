@@ -5,8 +5,8 @@ Every evaluator takes an embedder, any ``Callable[[Sequence[str]], np.ndarray]``
 the same texts read the cache instead of running the encoder again.
 
 Cache: one ``.npy`` file (float32, rows in input order) per (model fingerprint, text
-sequence, precision, normalisation) under ``cache_root()/embeddings/<fingerprint>/``,
-written atomically. The fingerprint (:func:`sentcl.models.fingerprint`) hashes the
+sequence, precision, normalisation, and for embeddings drawn with dropout on the draw's
+settings) under ``cache_root()/embeddings/<fingerprint>/``, written atomically. The fingerprint (:func:`sentcl.models.fingerprint`) hashes the
 weights, so a model changed in memory never reads another model's embeddings.
 
 Precision: ``"bf16"`` runs the forward pass under ``torch.autocast(dtype=torch.bfloat16)``;
@@ -122,10 +122,19 @@ def embedder(model: SentenceTransformer | str | os.PathLike, **kwargs) -> Embed:
     return functools.partial(encode, model, **kwargs)
 
 
-def cache_file(model: SentenceTransformer, texts: Sequence[str], precision: str, normalize: bool) -> Path:
-    """The cache file of ``model``'s embeddings of ``texts`` (``precision`` already resolved)."""
-    key = stable_hash({"texts": texts_hash(texts), "n": len(texts), "precision": precision, "normalize": bool(normalize)})
-    return cache_root() / "embeddings" / fingerprint(model) / f"{key}.npy"
+def cache_file(
+    model: SentenceTransformer, texts: Sequence[str], precision: str, normalize: bool, *, dropout: dict | None = None
+) -> Path:
+    """The cache file of ``model``'s embeddings of ``texts`` (``precision`` already resolved).
+
+    ``dropout``: for embeddings drawn with dropout on
+    (:func:`sentcl.evaluation.information.dropout_embeddings`), what decides the draw (seed, rates,
+    batch size, device), as JSON data; part of the key. Without it the key is that of :func:`encode`.
+    """
+    spec = {"texts": texts_hash(texts), "n": len(texts), "precision": precision, "normalize": bool(normalize)}
+    if dropout is not None:
+        spec["dropout"] = dropout
+    return cache_root() / "embeddings" / fingerprint(model) / f"{stable_hash(spec)}.npy"
 
 
 def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str:

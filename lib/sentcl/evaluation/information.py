@@ -25,7 +25,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..embeddings import _read, cache_file
 from ..errors import ConfigError, check_number
+from ..io import atomic_path
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,30 @@ def infonce_mutual_information(
     )
 
 
-def dropout_embeddings(model, texts: list[str], *, seed: int = 0, batch_size: int = 64) -> np.ndarray:
+def dropout_embeddings(
+    model, texts: list[str], *, seed: int = 0, batch_size: int = 64, cache: bool = True
+) -> np.ndarray:
     """Embeddings of ``texts`` by ``model`` in *training* mode (dropout on, as the twins are encoded in
     training), without gradient, the dropout drawn from ``seed``; the global random state and the
-    model's modes are left as they were. Returns ``(len(texts), dim)`` float32."""
+    model's modes are left as they were. Returns ``(len(texts), dim)`` float32.
+
+    With ``cache``, the draw is kept in the embedding cache (:func:`sentcl.embeddings.cache_file`):
+    keyed by the model's fingerprint, the texts, the seed, the dropout rates of the model's modules,
+    the batch size (it decides the padding, and so the masks) and the device type; a hit runs no
+    forward pass and returns the same array.
+    """
+    texts = list(texts)
+    draw = {
+        "seed": int(seed),
+        "rates": [float(m.p) for m in model.modules() if isinstance(m, torch.nn.modules.dropout._DropoutNd)],
+        "batch_size": int(batch_size),
+        "device": torch.device(model.device).type,
+    }
+    path = cache_file(model, texts, "fp32", False, dropout=draw) if cache and texts else None
+    if path is not None and path.is_file():
+        cached = _read(path, len(texts))
+        if cached is not None:
+            return cached
     modes = [(m, m.training) for m in model.modules()]
     out = []
     try:
@@ -88,7 +110,13 @@ def dropout_embeddings(model, texts: list[str], *, seed: int = 0, batch_size: in
     finally:
         for module, mode in modes:
             module.training = mode
-    return np.concatenate(out) if out else np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
+    if not out:
+        return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
+    array = np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
+    if path is not None:
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.save(fh, array)
+    return array
 
 
 def _check_candidates(candidates: int) -> int:
