@@ -27,6 +27,12 @@ def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_b
         for row in ours[table]:
             assert list(part[part["row"] == row]["column"]) == expected
     assert set(mine["table"]) == set(ours)  # Antique (Table 1) and PFCC-S (Table 3): no sample data
+    # the smoke profile summarises two seeds as the demo does three: every trained row is the mean
+    # over both with its standard deviation; the untrained zero-shot row is one run, without one
+    trained = ~mine["row"].str.endswith("zero-shot (ours)")
+    assert set(mine.loc[trained, "seeds"]) == {(0, 1)} and mine.loc[trained, "std"].notna().all()
+    assert set(mine.loc[~trained, "seeds"]) == {(0,)} and mine.loc[~trained, "std"].isna().all()
+    assert mine.loc[trained, "note"].str.contains("mean ± std over seeds [0, 1]", regex=False).all()
     assert (mine["kind"] == "sample-data").all()
     page = html.unescape((out / "_build" / "html" / "book" / "bsc.html").read_text())
     assert "Assumptions and deviations" in page
@@ -37,4 +43,5 @@ def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_b
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "bsc.html").read_text())
     assert "Antique: not run: data absent" in notebook and "PFCC-S: not run: data absent" in notebook
     assert "orderings of two rows" in notebook and "What the paper profile costs" in notebook
+    assert "mean ± std over seeds 0, 1" in notebook  # the generated sentences say what was averaged
     assert "Traceback" not in notebook

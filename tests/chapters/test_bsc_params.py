@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from sentcl.book import runner
 from sentcl.book.chapter import PROFILES
 from sentcl.book.results import paper_values
 from sentcl.data.registry import info
+from sentcl.errors import ConfigError
 from sentcl.evaluation.tasks import task
 from sentcl.losses.bsc import NORMALIZATIONS
 from sentcl.models import MINILM
@@ -35,6 +37,7 @@ PAPER = {
     "epochs": {"Antique": 5, "CQA-A": 5, "STSb": 5, "QQP": 6, "MRPC": 6, "PFCC-S": 6, "CQA-B": 7},  # §5.2
     "bias_correction": {"CQA-A": True, "CQA-B": True},  # §5.2: "AdamW ... with the bias correction for the CQA tasks, and without bias correction for the rest"
     "seeds": [0, 1, 2, 3, 4],  # §5.2: "running each experiment five times and selecting the best one (on dev)"
+    "seed_summary": "best on dev",  # §5.2: the best of the five runs on dev is the one reported
     "select_on_dev": True,  # §5.2: best checkpoint and best seed on the development set
     "temperature": {**dict.fromkeys(ALL, 0.1), "CQA-A": 0.055, "CQA-B": 0.07, "PFCC-S": 1.2, "QQP": 1.2},  # §5.2
     "normalization": {**dict.fromkeys(ALL, "l2"), "PFCC-S": "coordinate", "QQP": "coordinate"},  # §5.2: min-max by coordinates for PFCC-S, QQP
@@ -88,6 +91,7 @@ MAY_DIFFER = {
     "base_model", "zero_shot_model", "zero_shot_pooling",  # encoders (MiniLM / tiny; the zero-shot row is then ours)
     "tasks", "rows", "train_data",  # which tasks and rows run, and what a data root holds
     "train_rows", "epochs", "seeds", "select_on_dev", "eval_max_queries",  # budgets
+    "seed_summary",  # a miniature reports the mean ± std over its seeds, to tell an effect from noise
     "learning_rate",  # demo: a few steps only, so a larger step size (book/bsc.md)
     "clusters", "neighbours",  # smoke: fewer rows than the paper's 300 clusters / 500 neighbours
 }
@@ -144,3 +148,29 @@ def test_demo_and_smoke_differ_from_the_paper_only_where_they_must(profiles):
     # the issue's minimum: the shuffle ablation and BSC vs MSE vs combo on a ranking task and on STSb
     assert {"BSC", "BSC - random shuffle", "BSC - w/o shuffle", "MSE", "Combo BSC + MSE"} <= set(demo["rows"]["CQA-A"])
     assert {"BSC", "MSE", "Combo BSC + MSE"} <= set(demo["rows"]["STSb"])
+
+
+def test_the_miniatures_report_the_mean_and_spread_over_several_seeds(profiles):
+    # the project's rule: a miniature uses enough seeds to tell an effect from noise
+    assert profiles["demo"]["seed_summary"] == profiles["smoke"]["seed_summary"] == "mean"
+    assert len(profiles["demo"]["seeds"]) >= 3 and len(profiles["smoke"]["seeds"]) >= 2
+    for values in profiles.values():
+        assert len(set(values["seeds"])) == len(values["seeds"])
+
+
+def _setup_cell(values: dict) -> None:
+    """Run the notebook's setup cell (imports, then the parameter checks) on ``values``."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    [source] = [c.source for c in nb.cells if c.cell_type == "code" and "SEED_SUMMARIES" in c.source]
+    exec(compile(source, str(NOTEBOOK), "exec"), dict(values))
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"seed_summary": "median"}, r"seed_summary = 'median': expected one of 'best on dev', 'mean'"),
+    ({"seed_summary": "Mean"}, r"seed_summary = 'Mean'"),
+    ({"seeds": []}, r"seeds = \[\]: expected at least one seed"),
+    ({"select_on_dev": False}, r"'best on dev' with seeds \[0, 1, 2, 3, 4\] needs select_on_dev = True"),
+])
+def test_a_bad_seed_summary_is_refused_before_any_work(profiles, change, message):
+    with pytest.raises(ConfigError, match=message):
+        _setup_cell(profiles["paper"] | change)
