@@ -36,7 +36,22 @@ def test_the_rcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_boo
     table4 = set(mine[mine["table"] == "Table 4"]["row"])
     assert table4 == {"0 regulators", "0 regulators, Eq. 1 fine-tuned (ours)", "2 regulators (phi = 0.01)",
                       "4 regulators (phi = 0.01, 0.02)"}
-    assert not len(mine[mine["table"].isin(["Table 2a", "Table 2b"])])  # FAQ rows: not run, never filled in
+    assert not len(mine[mine["table"] == "Table 2a"])  # FAQIR is not in the sample data: not run, never filled in
+    # Table 2b: the 5-fold protocol on the sample COUGH bank (2 folds in smoke); each cell the mean over the folds
+    faq = json.loads((out / "rcl" / "faq_folds.json").read_text())["Table 2b"]
+    names = {"base": "SRoBERTa-base", "Eq. 1": "Eq. 1 fine-tuning (no regulators)"}
+    table2 = mine[mine["table"] == "Table 2b"]
+    assert set(table2["row"]) == {"SRoBERTa-base", "Eq. 1 fine-tuning (no regulators)", "Attention dropout (p=0.1)",
+                                  "DropHead (p=0.1)", "RCL"}
+    assert [f["seed"] for f in faq["folds"]] == [0, 1] and sum(f["test"] for f in faq["folds"]) == 48
+    for row, folds in faq["per_fold"].items():
+        cells = table2[table2["row"] == names.get(row, row)].set_index("column")
+        assert list(cells.index) == ["Acc@1", "Acc@3", "Acc@5", "MAP"] and len(folds) == 2
+        for column in cells.index:
+            values = [fold[column] for fold in folds]
+            assert cells.loc[column, "value"] == pytest.approx(sum(values) / 2)
+            assert cells.loc[column, "std"] == pytest.approx(abs(values[0] - values[1]) / 2 ** 0.5)
+            assert tuple(cells.loc[column, "seeds"]) == (0, 1)
     anisotropy = mine[mine["table"] == "Anisotropy (ours)"]
     assert set(anisotropy["column"]) == {"mean cosine", "largest dim"} and "RCL" in set(anisotropy["row"])
     assert (out / "figures" / "rcl" / "anisotropy.png").is_file()
@@ -46,6 +61,8 @@ def test_the_rcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_boo
     assert "Assumptions and deviations" in page and "Table 3: paper vs ours" in page
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "rcl.html").read_text())
     assert "RCL vs Eq. 1 fine-tuning (smoke profile" in notebook and "orderings of two rows" in notebook
-    assert "Table 2a: not run: data absent" in notebook and "Table 1a, not run in the smoke profile" in notebook
+    assert "Table 2a: not run: faqir data absent (faqir/FAQIRv1.0.xml not in the data root)" in notebook
+    assert "Table 2b: COUGH, accuracy and MAP (%), mean over 2 folds" in notebook
+    assert "Table 1a, not run in the smoke profile" in notebook
     assert "rcl_gpu_h100.json" in notebook  # the GPU cost table, or the line saying it was not measured
     assert "Traceback" not in notebook

@@ -64,3 +64,23 @@ def test_training_data_take_keeps_ids_and_labels():
 def test_unequal_columns_are_a_config_error():
     with pytest.raises(ConfigError, match="columns of unequal length"):
         ScoredPairs("sts12", "test", ["a"], ["A", "B"], [1.0], ["x"])
+
+
+def test_candidates_only_keeps_what_a_re_ranking_task_scores():
+    from sentcl.evaluation.retrieval import evaluate_retrieval
+
+    corpus = {f"d{i}": f"document {i} " + "word " * i for i in range(8)}
+    full = RetrievalSet("cqa", "test", queries={"q1": "document 1", "q2": "document 5"}, corpus=corpus,
+                        qrels={"q1": {"d1": 1}, "q2": {"d5": 1, "d4": 1}},
+                        candidates={"q1": ["d0", "d1", "d2"], "q2": ["d4", "d5"]}, **META)
+    part = full.take([1]).candidates_only()
+    assert sorted(part.corpus) == ["d4", "d5"] and part.queries == {"q2": "document 5"} and len(full.corpus) == 8
+    cut = full.candidates_only()
+    assert sorted(cut.corpus) == ["d0", "d1", "d2", "d4", "d5"] and cut.sample is True
+
+    def embed(texts):
+        return np.array([[len(t), t.count("1") + 1.0, t.count("5") + 1.0] for t in texts])
+
+    assert evaluate_retrieval(cut, embed, metrics=["map", "mrr"]) == evaluate_retrieval(full, embed, metrics=["map", "mrr"])
+    plain = RetrievalSet("x", "test", queries={"q": "a"}, corpus={"d": "a"}, qrels={"q": {"d": 1}}, **META)
+    assert plain.candidates_only() is plain

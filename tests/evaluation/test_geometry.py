@@ -122,3 +122,46 @@ def test_dimension_profile_is_the_sorted_mean_magnitude_of_unit_rows():
     isotropic = rng.normal(size=(2000, 32))
     spiky = isotropic + np.eye(32)[0] * 20  # one dimension dominates every embedding
     assert dimension_profile(spiky, 1)[0] > 0.9 > 0.3 > dimension_profile(isotropic, 1)[0]
+
+
+def _loop_top_variance_share(x, k):
+    units = [_unit(v) for v in x]
+    n, d = len(units), len(units[0])
+    means = [sum(u[c] for u in units) / n for c in range(d)]
+    variances = [sum((u[c] - means[c]) ** 2 for u in units) / n for c in range(d)]
+    return sum(sorted(variances, reverse=True)[:k]) / sum(variances)
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_top_variance_share_matches_loop_and_bounds(k):
+    from sentcl.evaluation.geometry import top_variance_share
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(30, 6)) * [5, 1, 1, 2, 1, 1] + 2
+    assert top_variance_share(x, k) == pytest.approx(_loop_top_variance_share(x.tolist(), k))
+    assert top_variance_share(7 * x, k) == pytest.approx(top_variance_share(x, k))  # rows normalised first
+    isotropic = rng.normal(size=(20_000, 32))
+    assert top_variance_share(isotropic, 4) == pytest.approx(4 / 32, abs=0.01)
+    rogue = isotropic * np.r_[25.0, np.ones(31)]  # one dimension carries most of the variance
+    assert top_variance_share(rogue, 1) > 0.7 > 10 * top_variance_share(isotropic, 1)
+    assert top_variance_share(x, 6) == pytest.approx(1.0)
+    for bad in (0, 7, 2.5, True):
+        with pytest.raises(ValueError):
+            top_variance_share(x, bad)
+
+
+def test_geometry_of_a_real_encoder_is_in_the_literature_range(shared_data):
+    """all-MiniLM-L6-v2 on STS-B test (SimCSE's protocol): alignment and uniformity where published
+    sentence encoders lie (Gao et al. 2021, Fig. 2 and Table G.1: alignment about 0.1-0.5, uniformity
+    about -1.5 to -4 at t = 2), and the bounds of the unit sphere hold."""
+    from sentcl.data import load
+    from sentcl.embeddings import embedder
+    from sentcl.models import MINILM, load_encoder
+
+    pairs = load("stsbenchmark", "test", data_dir=shared_data)
+    pairs = pairs.take(np.random.default_rng(0).choice(len(pairs), 400, replace=False))
+    out = evaluate_geometry(pairs, embedder(load_encoder(MINILM, device="cpu"), show_progress=False, cache=False))
+    assert 0.05 < out["alignment"] < 1.0
+    assert -4.0 < out["uniformity"] < -1.0
+    assert 0.0 < out["anisotropy"] < 0.5
+    assert 10 / 384 < out["top_variance_share"] < 1.0

@@ -29,3 +29,21 @@ def test_too_few_seeds_or_mismatched_runs():
     assert math.isnan(improvement_p_value([1.0, 2.0], [0.5, 1.5]))  # identical differences: no variance
     with pytest.raises(ConfigError, match="one value per seed"):
         improvement_p_value([1.0, 2.0], [1.0])
+
+
+def test_two_sided_paired_p_value_against_an_independent_computation():
+    from scipy.stats import t as student_t
+
+    from sentcl.evaluation.significance import paired_p_value
+
+    ours, base = [75.1, 75.9, 75.4], [75.0, 75.2, 75.3]
+    d = [a - b for a, b in zip(ours, base)]
+    mean = sum(d) / len(d)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+    t = mean / (sd / math.sqrt(len(d)))
+    expected = 2 * student_t.sf(abs(t), df=len(d) - 1)
+    assert paired_p_value(ours, base) == pytest.approx(expected)
+    assert paired_p_value(base, ours) == pytest.approx(expected)  # two-sided: symmetric
+    assert paired_p_value(ours, base, "greater") == pytest.approx(expected / 2) == improvement_p_value(ours, base)
+    with pytest.raises(ConfigError, match="alternative"):
+        paired_p_value(ours, base, "bigger")

@@ -12,6 +12,8 @@ A chapter notebook starts with its ``parameters`` cell, which always holds ``pro
     run.record("MNRLSBERT", {"STS12": 71.9, ...}, seeds=[42], family="BERT", trained_on=data.name)
     run.table("Table 1")                            # paper | ours | Δ, in the paper's layout
     run.save_figure(run.averages_chart("Table 1"), "figure-6", "Average Spearman, paper vs ours")
+    run.record_geometry("MNRLSBERT", embed, trained=result)   # alignment, uniformity, anisotropy
+                                                    # (+ the trajectory of run.geometry_callback(n))
 
 Every number the book shows is read back from the files these calls write under
 ``out_dir`` (see :mod:`sentcl.book.results`); the chapter only adds its science.
@@ -26,13 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..io import atomic_write_json
+from ..io import atomic_write_json, read_json
 from ..paths import data_root
 from . import report
 from .claims import orderings
+from .geometry import save_geometry
 from .records import finish_run_record, start_run_record
 from .results import PROFILES, Result, current_run_id, load_results, paper_values, save_results
 
@@ -42,7 +46,15 @@ CHAPTERS = {
     "bsc": "BSC: batch-softmax contrastive loss (Chernyavskiy et al. 2022)",
     "rcl": "RCL: regularized contrastive learning with entropy models (Tan et al. 2022)",
     "ifcl": "IFCL: identical and fraternal twins (Xiao et al. 2023)",
+    "geometry": "Geometry: alignment, uniformity, anisotropy, and the four methods under one budget",
 }
+OWN_CHAPTERS = frozenset({"geometry"})
+"""Chapters of our own, reproducing no paper: no paper values, every row is ours."""
+
+GEOMETRY_PAIRS = {"smoke": 0, "demo": 500, "paper": 0}
+"""STS-B test pairs a model's geometry is measured on, per profile (0: all 1,379; the demo draws
+500 with seed 0, about 100 of them scored above 4, so that measuring every model of a chapter
+fits a laptop's budget)."""
 
 
 class SampleDataWarning(UserWarning):
@@ -121,6 +133,7 @@ class ChapterRun:
         if unknown:
             raise ConfigError(f"{chapter}: model families {unknown} have no paper model; paper_models has {sorted(self.paper_models)}")
         self._evaluated_on = ""
+        self._geometry_pairs = None
 
     @property
     def kind(self) -> str:
@@ -274,6 +287,47 @@ class ChapterRun:
             for column, value in values.items()
         ]
         return save_results(self.out_dir, self.chapter, cells, run_id=self.run_id)
+
+    def geometry_pairs(self):
+        """The STS-B test pairs every geometry measure of this run uses (SimCSE's protocol;
+        :data:`GEOMETRY_PAIRS` says how many per profile), loaded once and logged."""
+        if self._geometry_pairs is None:
+            pairs = self.load("stsbenchmark", "test")
+            limit = GEOMETRY_PAIRS[self.profile]
+            if limit and len(pairs) > limit:
+                pairs = pairs.take(np.sort(np.random.default_rng(0).choice(len(pairs), limit, replace=False)))
+            self._geometry_pairs = pairs
+        return self._geometry_pairs
+
+    def geometry_callback(self, every_steps: int):
+        """A :class:`~sentcl.training.callbacks.GeometryCallback` on :meth:`geometry_pairs`: pass it to a
+        trainer and :meth:`record_geometry` with ``trained=`` its result keeps the trajectory."""
+        from ..training.callbacks import GeometryCallback
+
+        return GeometryCallback(self.geometry_pairs(), every_steps)
+
+    def record_geometry(self, model: str, embed, *, seed: int | None = None, trained=None, note: str = "") -> dict:
+        """Measure ``embed``'s geometry on :meth:`geometry_pairs` (:func:`sentcl.evaluation.geometry.evaluate_geometry`)
+        and write it to ``<out>/geometry/<chapter>.csv`` as the model's final point; with ``trained``
+        (a :class:`~sentcl.training.TrainingResult` of a run that had a geometry callback) its
+        trajectory too. Returns the measures. A run loaded from a cache written without the callback
+        has no trajectory: the final point is written and ``"trajectory_points"`` is 0."""
+        from ..evaluation.geometry import evaluate_geometry
+
+        pairs = self.geometry_pairs()
+        measured = evaluate_geometry(pairs, embed)
+        data = (f"{pairs.name} {pairs.split}: {len(pairs):,} pairs ({measured['n_positive_pairs']} scored above "
+                f"{measured['positive_threshold']:g}), {measured['n_sentences']:,} sentences; {self.data.describe()}")
+        common = {"model": model, "seed": seed, "profile": self.profile, "kind": self.kind, "data": data, "note": note}
+        points = [common | {"point": "final"} | {m: measured[m] for m in
+                  ("alignment", "uniformity", "anisotropy", "top_variance_share", "largest_dimension")}]
+        history = Path(trained.output_dir) / "geometry.json" if trained is not None else None
+        if history is not None and history.is_file():
+            for h in read_json(history, "a geometry trajectory"):
+                points.append(common | {"point": "trajectory", "step": int(h["step"])}
+                              | {m: h[m] for m in ("alignment", "uniformity", "anisotropy", "top_variance_share") if m in h})
+        save_geometry(self.out_dir, self.chapter, points, run_id=self.run_id)
+        return measured | {"trajectory_points": len(points) - 1}
 
     def results(self) -> pd.DataFrame:
         """This chapter's results file as a frame."""

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..io import read_json
 from . import claims, report
-from .chapter import CHAPTERS
+from .chapter import CHAPTERS, OWN_CHAPTERS
 from .records import RunRecord, read_run_records
 from .results import load_results
 
@@ -174,6 +174,8 @@ def chapter_results(state: ChapterState, known: dict[str, str] | None = None) ->
     parts = [_run_status(state, known)]
     if state.compared.empty:
         parts.append(
+            "A chapter of our own (no paper's values to compare with), and no results were written.\n"
+            if state.chapter in OWN_CHAPTERS else
             f"The paper's reported values are not typed in yet (`data/papers/{state.chapter}.csv`) "
             "and no results were written.\n"
         )
@@ -298,7 +300,8 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
     for s in states:
         parts.append(f"## [{_md(s.title)}](../{s.chapter}.md)\n")
         if s.compared.empty:
-            parts.append(f"No paper values typed in yet (`data/papers/{s.chapter}.csv`) and no results.\n")
+            parts.append("A chapter of our own, not run in this build: no results.\n" if s.chapter in OWN_CHAPTERS
+                         else f"No paper values typed in yet (`data/papers/{s.chapter}.csv`) and no results.\n")
         elif not s.ran:
             parts.append("Not run in this build: the tables show the paper's values only.\n")
         else:

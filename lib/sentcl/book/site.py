@@ -47,6 +47,7 @@ import yaml
 
 from ..errors import ConfigError, SentclError
 from . import report
+from .answer import answer
 from .pages import (
     DATA_ROOT_LABEL,
     GENERATED,
@@ -115,6 +116,7 @@ def stage(root: Path, out: Path) -> Path:
         (gen / state.chapter / "results.md").write_text(chapter_results(state, known), encoding="utf-8")
     measured = read_run_records(out / "records", root / MEASURED_RECORDS)
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")
+    (gen / "answer.md").write_text(answer(states), encoding="utf-8")
     (gen / "scorecard.md").write_text(scorecard(states, known), encoding="utf-8")
     (gen / "datasets.md").write_text(datasets(states, root), encoding="utf-8")
     (gen / "environment.md").write_text(environment_page(read_run_records(out / "records"), known), encoding="utf-8")

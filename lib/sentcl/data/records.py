@@ -192,6 +192,18 @@ class RetrievalSet(_Record):
             candidates=None if self.candidates is None else {q: self.candidates[q] for q in keep if q in self.candidates},
         )
 
+    def candidates_only(self) -> RetrievalSet:
+        """The same queries with the corpus cut to the documents some query re-ranks: a re-ranking
+        task scores only its candidates, so the rest need no encoding. Without candidates: itself."""
+        if self.candidates is None:
+            return self
+        kept = {d for docs in self.candidates.values() for d in docs}
+        return RetrievalSet(
+            name=self.name, split=self.split, sources=list(self.sources), dropped=dict(self.dropped), sample=self.sample,
+            queries=dict(self.queries), corpus={d: t for d, t in self.corpus.items() if d in kept},
+            qrels={q: dict(r) for q, r in self.qrels.items()}, candidates={q: list(c) for q, c in self.candidates.items()},
+        )
+
 
 @dataclass
 class Sentences(_Record):

@@ -15,6 +15,9 @@ compared across models. A zero vector stays zero.
 - ``anisotropy(x)`` = mean cosine similarity of randomly paired *distinct* sentences
   (Ethayarajh 2019's baseline, at sentence level): near 0 for an isotropic space, near 1
   when every embedding points the same way.
+- ``top_variance_share(x, k)`` = the share of the total variance of the L2-normalised rows
+  that lies in the ``k`` dimensions with the largest variance (``k/d`` for an isotropic
+  space, near 1 when a few "rogue dimensions" dominate; Timkey and van Schijndel 2021).
 
 SimCSE (Gao et al. 2021, Fig. 2) measures alignment on STS-B pairs scored above 4 and
 uniformity on all STS-B sentences: :func:`evaluate_geometry` does that for a
@@ -109,6 +112,26 @@ def dimension_profile(x: np.ndarray, top: int | None = 20) -> np.ndarray:
     return profile if top is None else profile[:top]
 
 
+def top_variance_share(x: np.ndarray, k: int = 10) -> float:
+    """Share of the total variance of the L2-normalised rows in the ``k`` dimensions of largest variance.
+
+    ``sum of the k largest var_d / sum_d var_d``, with ``var_d`` the (population) variance of
+    dimension ``d`` over the rows. A space whose variance is spread evenly over its ``d``
+    dimensions gives ``k / d``; a few dominating dimensions push it towards 1. Coordinates, not
+    principal components: the dimensions the magnitude profile (:func:`dimension_profile`) ranks.
+    """
+    x = l2_normalise(as_matrix(x, "x"))
+    if len(x) < 2:
+        raise ConfigError("top_variance_share needs at least two embeddings")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= x.shape[1]:
+        raise ConfigError(f"k must be an integer in [1, {x.shape[1]}] (the embedding dimension), got {k!r}")
+    variance = x.var(axis=0)
+    total = variance.sum()
+    if total == 0:
+        raise ConfigError("top_variance_share: every embedding is the same vector (no variance)")
+    return float(np.sort(variance)[::-1][:k].sum() / total)
+
+
 def evaluate_geometry(
     pairs: ScoredPairs,
     embed: Embed,
@@ -117,12 +140,14 @@ def evaluate_geometry(
     t: float = 2.0,
     anisotropy_pairs: int | None = 10_000,
     seed: int = 0,
+    top_dimensions: int = 10,
 ) -> dict:
     """SimCSE's alignment/uniformity protocol on a scored pair set (e.g. STS-B test), plus anisotropy.
 
     Alignment over the pairs with gold score ``> positive_threshold`` (SimCSE: STS-B pairs above
-    4 of 5); uniformity and anisotropy over every distinct sentence of the set. Each distinct
-    sentence is encoded once.
+    4 of 5); uniformity, anisotropy, :func:`top_variance_share` (of ``top_dimensions``) and the
+    largest value of :func:`dimension_profile` over every distinct sentence of the set. Each
+    distinct sentence is encoded once.
     """
     texts = [*pairs.sentences1, *pairs.sentences2]
     vectors, index = embed_unique(embed, texts)
@@ -140,6 +165,9 @@ def evaluate_geometry(
         "alignment": alignment(vectors[index[positive]], vectors[index[n + positive]], alpha=alpha),
         "uniformity": uniformity(vectors, t=t),
         "anisotropy": anisotropy(vectors, n_pairs=anisotropy_pairs, seed=seed),
+        "top_variance_share": top_variance_share(vectors, k=min(top_dimensions, vectors.shape[1])),
+        "largest_dimension": float(dimension_profile(vectors, top=1)[0]),
         "alpha": alpha,
         "t": t,
+        "top_dimensions": top_dimensions,
     }

@@ -12,6 +12,7 @@ process gets back on resume.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from sentcl.data.records import ScoredPairs
@@ -20,6 +21,9 @@ from sentcl.io import atomic_write_json
 
 if TYPE_CHECKING:
     from sentcl.training.trainer import Trainer
+
+MEASURES = ("alignment", "uniformity", "anisotropy", "top_variance_share")
+"""What :class:`GeometryCallback` records at each point (see :func:`sentcl.evaluation.geometry.evaluate_geometry`)."""
 
 
 class Callback:
@@ -55,8 +59,9 @@ class GeometryCallback(Callback):
     alignment over the pairs of ``pairs`` (e.g. STS-B dev) scored above ``positive_threshold``,
     uniformity and anisotropy over all their distinct sentences. Measured before the first step
     and after every ``every_steps`` optimizer steps; the history (step, alignment, uniformity,
-    anisotropy) is kept in :attr:`history`, in checkpoints, and in ``<output_dir>/<name>.json``
-    at the end.
+    anisotropy, top-dimension variance share, and the seconds the measurement took, so that a
+    run's cost can leave it out) is kept in :attr:`history`, in checkpoints, and in
+    ``<output_dir>/<name>.json`` at the end.
     """
 
     def __init__(
@@ -74,17 +79,20 @@ class GeometryCallback(Callback):
         self.history: list[dict[str, float]] = []
 
     def measure(self, trainer: Trainer) -> dict[str, float]:
-        """Alignment, uniformity and anisotropy of the current model (fp32 embeddings)."""
+        """Alignment, uniformity, anisotropy and top-dimension variance share of the current model (fp32 embeddings)."""
         from sentcl.evaluation.geometry import evaluate_geometry
 
         geometry = evaluate_geometry(
             self.pairs, lambda texts: trainer.encode(texts, precision="fp32"), self.positive_threshold
         )
-        return {key: geometry[key] for key in ("alignment", "uniformity", "anisotropy")}
+        return {key: geometry[key] for key in MEASURES}
 
     def _record(self, trainer: Trainer) -> None:
         if trainer.procs.is_main:  # checkpoints hold the first process's history
-            self.history.append({"step": trainer.state.global_step, **self.measure(trainer)})
+            started = time.perf_counter()
+            measured = self.measure(trainer)
+            seconds = round(time.perf_counter() - started, 3)
+            self.history.append({"step": trainer.state.global_step, **measured, "seconds": seconds})
 
     def on_train_begin(self, trainer: Trainer) -> None:
         if trainer.state.global_step == 0 and not self.history:
@@ -105,4 +113,4 @@ class GeometryCallback(Callback):
         self.history = [dict(h) for h in state["history"]]
 
 
-__all__ = ["Callback", "GeometryCallback"]
+__all__ = ["MEASURES", "Callback", "GeometryCallback"]

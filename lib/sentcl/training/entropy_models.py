@@ -27,19 +27,29 @@ every step.
 **The FAQ variant** (Appendix A.1, FAQ datasets): the entropy models start from an *initial*
 model fine-tuned with Eq. 1 and selected by dev MAP, the final model from the base model; pass
 ``start=`` the initial model's loader (:func:`train_initial_model` trains it).
+
+**Table 2's protocol** (§4.2: Acc@1/3/5 and MAP "with 5-fold method"): :func:`faq_cross_validation`
+runs the FAQ variant once per fold of :func:`sentcl.data.folds.grouped_query_folds` (the fold's
+training pairs; its dev queries select the initial, baseline and final models by MAP; its test
+queries rank the whole FAQ bank) and keeps each row's scores per fold; a row's value is the mean
+over the folds, its spread their standard deviation. The rows: the untouched base, Eq. 1
+fine-tuning (the initial model itself), each regularisation baseline (Eq. 1 with a switch such as
+attention dropout or DropHead, selected the same way) and RCL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from sentcl.artifacts import ArtifactCache, Stage
-from sentcl.data.records import TrainingData
-from sentcl.embeddings import embedder
+from sentcl.data.folds import Fold, fold_pairs
+from sentcl.data.records import RetrievalSet, TrainingData
+from sentcl.embeddings import embedder, encode
 from sentcl.embeddings.store import EmbeddingStore, write_store
 from sentcl.errors import ConfigError, check_positive_int
 from sentcl.losses.rcl import EntropyLoss, RegulatorLoss
@@ -48,6 +58,9 @@ from sentcl.training.callbacks import Callback
 from sentcl.training.config import TrainingConfig
 from sentcl.training.samplers import BatchSampler
 from sentcl.training.trainer import Evaluator, Trainer, TrainingResult
+
+Switch = Callable[[SentenceTransformer], SentenceTransformer]
+"""A regularisation switch on a fresh base model (``lambda m: set_attention_dropout(m, 0.1)``)."""
 
 LoadModel = Callable[[], SentenceTransformer]
 """A fresh copy of a start model (the base model, or the FAQ variant's initial model)."""
@@ -106,12 +119,14 @@ class LossEarlyStopping(Callback):
 def train_entropy_model(
     start: LoadModel, data: TrainingData, phi: float, config: TrainingConfig, *, scale: float,
     patience: int = 3, window: int = 1, sampler: BatchSampler | None = None, train: Train | None = None,
+    name: str = "",
 ) -> tuple[SentenceTransformer, TrainingResult]:
     """Algorithm 1, line 3: fine-tune ``start()`` with Eq. 2 at weight ``phi``, stopped by
-    :class:`LossEarlyStopping` (``patience``, ``window``) or at the end of ``config``'s run; cached, resumable."""
+    :class:`LossEarlyStopping` (``patience``, ``window``) or at the end of ``config``'s run; cached, resumable.
+    ``name`` prefixes the run's name (``"entropy model phi=0.01"``; a fold's runs say which fold)."""
     model = start()
     trainer = Trainer(model, EntropyLoss(model, phi=phi, scale=scale), data, config, sampler=sampler,
-                      callbacks=[LossEarlyStopping(patience, window)], name=f"entropy model phi={phi:g}")
+                      callbacks=[LossEarlyStopping(patience, window)], name=f"{name}entropy model phi={phi:g}")
     result = (train or _train_cached)(trainer)
     return model, result
 
@@ -158,9 +173,10 @@ def augment(
     start: LoadModel, data: TrainingData, phis: Sequence[float], config: TrainingConfig, *, scale: float,
     patience: int = 3, window: int = 1, cache: ArtifactCache | None = None,
     sampler: Callable[[], BatchSampler] | None = None, train: Train | None = None, precision: str = "auto",
-    show_progress: bool = True,
+    show_progress: bool = True, name: str = "",
 ) -> Augmentation:
-    """Algorithm 1, lines 2–5: an entropy model and its store per φ (in order; each cached)."""
+    """Algorithm 1, lines 2–5: an entropy model and its store per φ (in order; each cached); ``name``
+    prefixes the entropy models' run names."""
     phis = [float(p) for p in phis]
     if len(set(phis)) != len(phis):
         raise ConfigError(f"the phis must be distinct, got {phis}")
@@ -168,7 +184,7 @@ def augment(
     out = Augmentation(phis, {}, {}, {})
     for phi in phis:
         model, result = train_entropy_model(start, data, phi, config, scale=scale, patience=patience, window=window,
-                                            sampler=sampler() if sampler else None, train=train)
+                                            sampler=sampler() if sampler else None, train=train, name=name)
         out.models[phi], out.results[phi] = model, result
         out.stores[phi] = augmented_store(model, data, cache=cache, precision=precision, show_progress=show_progress)
     return out
@@ -177,17 +193,18 @@ def augment(
 def train_final_model(
     base: LoadModel, data: TrainingData, stores: Sequence[EmbeddingStore], config: TrainingConfig, *, scale: float,
     sampler: BatchSampler | None = None, evaluator: Evaluator | None = None, train: Train | None = None, name: str = "RCL",
+    callbacks: Sequence[Callback] = (),
 ) -> tuple[SentenceTransformer, TrainingResult]:
     """Algorithm 1, line 7: fine-tune ``base()`` with Eq. 3 and the stores' regulators (cached, resumable)."""
     model = base()
     trainer = Trainer(model, RegulatorLoss(model, stores, scale=scale), data, config, sampler=sampler,
-                      evaluator=evaluator, name=name)
+                      evaluator=evaluator, callbacks=callbacks, name=name)
     return model, (train or _train_cached)(trainer)
 
 
 def train_initial_model(
     base: LoadModel, data: TrainingData, config: TrainingConfig, *, scale: float, evaluator: Evaluator,
-    sampler: BatchSampler | None = None, train: Train | None = None,
+    sampler: BatchSampler | None = None, train: Train | None = None, name: str = "initial model",
 ) -> tuple[LoadModel, TrainingResult]:
     """The FAQ variant's initial model: ``base()`` fine-tuned with Eq. 1 (Eq. 2 at φ = 0), the
     evaluation with the best ``config.metric_for_best`` (dev MAP) kept. Returns a loader of it."""
@@ -195,10 +212,127 @@ def train_initial_model(
         raise ConfigError("the initial model is selected on a dev metric: set metric_for_best (e.g. 'map') and a schedule")
     model = base()
     trainer = Trainer(model, EntropyLoss(model, phi=0.0, scale=scale), data, config, sampler=sampler,
-                      evaluator=evaluator, name="initial model")
+                      evaluator=evaluator, name=name)
     result = (train or _train_cached)(trainer)
     folder = Path(result.model_dir)
     return (lambda: load_encoder(folder)), result
+
+
+BASE, EQ1, RCL = "base", "Eq. 1", "RCL"
+"""The rows :func:`faq_cross_validation` always computes (besides its baselines)."""
+
+
+@dataclass
+class FaqCrossValidation:
+    """Table 2 for one FAQ set: per row, one ``{metric: value}`` per fold (the task's labels and units:
+    Acc@1, Acc@3, Acc@5, MAP in percent)."""
+
+    task: str
+    folds: list[Fold]
+    seeds: list[int]
+    per_fold: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+
+    def mean(self, row: str) -> dict[str, float]:
+        """The row's value per metric: the mean over the folds."""
+        runs = self.per_fold[row]
+        return {m: float(np.mean([r[m] for r in runs])) for m in runs[0]}
+
+    def std(self, row: str) -> dict[str, float] | None:
+        """The standard deviation over the folds (ddof 1) per metric; None with one fold."""
+        runs = self.per_fold[row]
+        return None if len(runs) < 2 else {m: float(np.std([r[m] for r in runs], ddof=1)) for m in runs[0]}
+
+    def to_json(self) -> dict:
+        return {
+            "task": self.task,
+            "folds": [{"index": f.index, "seed": seed, "train": len(f.train), "dev": len(f.dev), "test": len(f.test)}
+                      for f, seed in zip(self.folds, self.seeds)],
+            "per_fold": self.per_fold,
+            "mean": {row: self.mean(row) for row in self.per_fold},
+            "std": {row: self.std(row) for row in self.per_fold},
+        }
+
+
+def faq_dev_evaluator(dev: RetrievalSet, *, relevance_level: int = 1, precision: str = "auto", batch_size: int = 64) -> Evaluator:
+    """A trainer evaluator: ``{"map": ...}`` (a fraction) of ``dev``'s queries ranking its whole corpus
+    (Appendix A.1: the model "who has the highest MAP value on the development dataset"). The
+    embeddings bypass the embedding cache: the weights differ at every evaluation."""
+    from sentcl.evaluation.retrieval import evaluate_retrieval
+
+    def evaluate(model: SentenceTransformer) -> dict[str, float]:
+        def embed(texts: Sequence[str]) -> np.ndarray:
+            return encode(model, texts, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
+
+        return {"map": evaluate_retrieval(dev, embed, metrics=["map"], relevance_level=relevance_level)["scores"]["map"]}
+
+    return evaluate
+
+
+def faq_cross_validation(
+    base: LoadModel, record: RetrievalSet, folds: Sequence[Fold], phis: Sequence[float], config: TrainingConfig,
+    entropy_config: TrainingConfig, *, task: str, scale: float, baselines: Mapping[str, Switch] | None = None,
+    patience: int = 3, window: int = 1, sampler: Callable[[], BatchSampler] | None = None, train: Train | None = None,
+    cache: ArtifactCache | None = None, precision: str = "auto", seeds: Sequence[int] | None = None,
+) -> FaqCrossValidation:
+    """Table 2's protocol on one FAQ set (``record``, the evaluation ``task``'s ``faq_pairs`` view; see
+    the module's docstring): per fold, the rows :data:`BASE` (the untouched ``base()``), :data:`EQ1`
+    (the initial model: Eq. 1 from the base, the dev-MAP-best evaluation of ``config`` kept), one row
+    per ``baselines`` switch (Eq. 1 from the switched base, selected the same way) and :data:`RCL` (an
+    entropy model per φ of ``phis`` from the initial model with ``entropy_config``, then the final
+    model from the base with their regulators and ``config``, selected by dev MAP), each scored on the
+    fold's test queries against the whole bank. Each fold is one run of the table (the paper's "5 random
+    runs" read as the 5 folds): its models train with its own seed, ``seeds[i]`` for fold i (default
+    ``config.seed`` + the fold's index), in both configurations. Every training run is cached
+    (``train``: a chapter's run-recording trainer), so a rerun only evaluates."""
+    from sentcl.evaluation.tasks import evaluate_tasks
+    from sentcl.evaluation.tasks import task as find_task
+
+    spec = find_task(task)
+    if (record.name, record.split) != (spec.dataset, spec.split):
+        raise ConfigError(f"{spec.name} is computed on {spec.dataset}/{spec.split}, got {record.name}/{record.split}")
+    if config.metric_for_best != "map":
+        raise ConfigError("the FAQ models are selected by dev MAP (Appendix A.1): set metric_for_best='map' and a schedule")
+    if not folds:
+        raise ConfigError("no folds given (grouped_query_folds makes them)")
+    clash = sorted(set(baselines or {}) & {BASE, EQ1, RCL})
+    if clash:
+        raise ConfigError(f"baseline rows {clash} are named like the rows {BASE!r}, {EQ1!r}, {RCL!r}: rename them")
+    seeds = [config.seed + f.index for f in folds] if seeds is None else [int(s) for s in seeds]
+    if len(seeds) != len(folds):
+        raise ConfigError(f"one training seed per fold: {len(folds)} folds, {len(seeds)} seeds")
+    undeveloped = [f.index for f in folds if not f.dev]
+    if undeveloped:
+        raise ConfigError(f"folds {undeveloped}: no dev queries to select models on (give grouped_query_folds a dev_fraction)")
+    out = FaqCrossValidation(spec.name, list(folds), seeds)
+    for fold, seed in zip(folds, seeds):
+        selection, entropy = replace(config, seed=seed), replace(entropy_config, seed=seed)
+        where = f"{spec.name} fold {fold.index + 1}/{fold.k}"
+        pairs = fold_pairs(record, fold.train, relevance_level=spec.relevance_level, name=f"{where} training pairs")
+        dev = faq_dev_evaluator(record.take(fold.rows(record, "dev")), relevance_level=spec.relevance_level,
+                                precision=precision)
+        test = record.take(fold.rows(record, "test"))
+
+        def score(row: str, model: SentenceTransformer) -> None:
+            values = evaluate_tasks(embedder(model, precision=precision, show_progress=False), {spec.name: test})
+            out.per_fold.setdefault(row, []).append(values[spec.name])
+
+        def selected(start: LoadModel, name: str) -> LoadModel:
+            return train_initial_model(start, pairs, selection, scale=scale, evaluator=dev, train=train,
+                                       sampler=sampler() if sampler else None, name=f"{where} {name}")[0]
+
+        score(BASE, base())
+        initial = selected(base, "initial model (Eq. 1)")
+        score(EQ1, initial())
+        for row, switch in (baselines or {}).items():
+            score(row, selected(lambda switch=switch: switch(base()), row)())
+        augmented = augment(initial, pairs, phis, entropy, scale=scale, patience=patience, window=window,
+                            cache=cache, sampler=sampler, train=train, precision=precision, show_progress=False,
+                            name=f"{where} ")
+        model, _ = train_final_model(base, pairs, augmented.stores_for(augmented.phis), selection, scale=scale,
+                                     sampler=sampler() if sampler else None, evaluator=dev, train=train,
+                                     name=f"{where} RCL")
+        score(RCL, model)
+    return out
 
 
 def _train_cached(trainer: Trainer) -> TrainingResult:
@@ -206,10 +340,16 @@ def _train_cached(trainer: Trainer) -> TrainingResult:
 
 
 __all__ = [
+    "BASE",
+    "EQ1",
+    "RCL",
     "STORE_COLUMNS",
     "Augmentation",
+    "FaqCrossValidation",
     "augment",
     "augmented_store",
+    "faq_cross_validation",
+    "faq_dev_evaluator",
     "LossEarlyStopping",
     "train_entropy_model",
     "train_final_model",

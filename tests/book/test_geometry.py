@@ -1,0 +1,128 @@
+"""The geometry files (every chapter's models on the hypersphere, trajectories included), their figures,
+and the introduction's answer generated from the equal-budget table."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import pytest
+
+from sentcl.book.geometry import (
+    alignment_uniformity_figure,
+    anisotropy_figure,
+    geometry_path,
+    load_geometry,
+    read_geometry,
+    save_geometry,
+)
+from sentcl.errors import ConfigError, DataFormatError
+
+matplotlib.use("Agg")
+
+
+def point(model, kind="final", step=None, **measures):
+    values = {"alignment": 0.3, "uniformity": -2.0, "anisotropy": 0.1, "top_variance_share": 0.05,
+              "largest_dimension": 0.07 if kind == "final" else None} | measures
+    return {"model": model, "point": kind, "step": step, "seed": 0, "profile": "demo", "kind": "reproduced",
+            "data": "STS-B test", "note": ""} | values
+
+
+def test_round_trip_and_replacement_rules(tmp_path):
+    save_geometry(tmp_path, "rcl", [point("RCL"), point("RCL", "trajectory", 0), point("RCL", "trajectory", 8)], run_id="a")
+    save_geometry(tmp_path, "rcl", [point("base")], run_id="a")
+    frame = read_geometry(geometry_path(tmp_path, "rcl"))
+    assert list(frame["model"]) == ["RCL", "RCL", "RCL", "base"]
+    assert list(frame["step"].astype("float").fillna(-1)) == [-1, 0, 8, -1]
+    assert frame["largest_dimension"].isna().tolist() == [False, True, True, False]
+    save_geometry(tmp_path, "rcl", [point("RCL", alignment=0.25)], run_id="a")  # same run and model: replaced
+    frame = read_geometry(geometry_path(tmp_path, "rcl"))
+    assert sorted(frame["model"]) == ["RCL", "base"] and frame.set_index("model").loc["RCL", "alignment"] == 0.25
+    save_geometry(tmp_path, "rcl", [point("entropy model")], run_id="b")  # a new run drops the old one's rows
+    assert list(read_geometry(geometry_path(tmp_path, "rcl"))["model"]) == ["entropy model"]
+    save_geometry(tmp_path, "geometry", [point("MNRL")], run_id="c")
+    assert sorted(load_geometry(tmp_path)["chapter"]) == ["geometry", "rcl"]
+    assert list(load_geometry(tmp_path, ["geometry"])["model"]) == ["MNRL"]
+    assert load_geometry(tmp_path / "nothing").empty
+
+
+def test_bad_points_and_bad_files_are_named(tmp_path):
+    for bad in (point(""), point("x", kind="middle"), point("x", "trajectory", None), point("x", alignment=math.nan),
+                point("x", uniformity="low"), point("x") | {"colour": "red"}):
+        with pytest.raises(ConfigError):
+            save_geometry(tmp_path, "rcl", [bad], run_id="a")
+    path = save_geometry(tmp_path, "rcl", [point("RCL")], run_id="a")
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], lines[1].replace("0.3", "oops", 1)]) + "\n")
+    with pytest.raises(DataFormatError, match=r"rcl\.csv:2: .*alignment"):
+        read_geometry(path)
+
+
+def test_figures_draw_every_final_point_and_trajectory(tmp_path):
+    points = [point("base"), point("MNRL", alignment=0.2), point("MNRL", "trajectory", 0),
+              point("MNRL", "trajectory", 4, alignment=0.25, uniformity=-2.2)]
+    save_geometry(tmp_path, "geometry", points, run_id="a")
+    frame = load_geometry(tmp_path)
+    fig = alignment_uniformity_figure(frame)
+    ax = fig.axes[0]
+    assert len(ax.collections) == 1 and len(ax.collections[0].get_offsets()) == 2  # the two final models
+    assert any(list(line.get_xdata()) == [-2.0, -2.2] for line in ax.lines)  # the trajectory, in step order
+    assert "lower-left is better" in ax.get_title()
+    bars = anisotropy_figure(frame)
+    assert [len(a.patches) for a in bars.axes] == [2, 2]
+    with pytest.raises(ConfigError):
+        anisotropy_figure(frame[frame["point"] == "trajectory"])
+
+
+def test_the_answer_is_generated_from_the_equal_budget_table(tmp_path):
+    from sentcl.book.answer import answer
+    from sentcl.book.chapter import ChapterRun, SampleDataWarning
+    from sentcl.book.pages import chapter_states
+
+    with pytest.warns(SampleDataWarning):
+        run = ChapterRun("geometry", profile="demo", data_dir=None, out_dir=tmp_path)
+    rows = {"MNRL": (75.0, 0.1, None, 1.0), "BSC": (75.1, 0.2, 0.6, 1.2), "RCL": (76.5, 0.1, 0.01, 3.0),
+            "IFCL": (74.0, 0.1, 0.02, 1.5)}
+    for row, (mean, std, p, cost) in rows.items():
+        run.record(row, {"Average": mean}, seeds=[0, 1, 2], std={"Average": std}, tables=["Equal budget: STS"])
+        values = {"cost × MNRL": cost} | ({"p vs MNRL": p} if p is not None else {})
+        run.record(row, values, seeds=[0, 1, 2], tables=["Equal budget: retrieval, test, cost"])
+    text = answer(chapter_states(tmp_path, tmp_path))
+    assert "In the demo profile (a miniature)" in text and "with 3 seeds" in text
+    assert "RCL beats plain MNRL by more than the seed-to-seed noise; IFCL is worse" in text
+    assert "**BSC**: average STS Spearman 75.10 ± 0.20 vs MNRL's 75.00 ± 0.10 (+0.10 points, p = 0.600): " \
+           "not distinguishable from MNRL; it costs 1.20 × MNRL." in text
+    assert "the paper profile**: not run in this build" in text
+    assert "sample data" in text  # this run read the sample data: the answer says it tests the code
+
+
+def test_record_geometry_writes_the_final_point_and_the_runs_trajectory(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from sentcl.book.chapter import ChapterRun
+    from sentcl.evaluation.geometry import evaluate_geometry
+
+    run = ChapterRun("rcl", profile="smoke", data_dir=None, out_dir=tmp_path / "out")
+
+    def embed(texts):
+        return np.array([[len(t), t.count("a") + 1.0, t.count("e") + 1.0] for t in texts])
+
+    trained = tmp_path / "run"
+    trained.mkdir()
+    history = [{"step": 0, "alignment": 0.5, "uniformity": -1.0, "anisotropy": 0.3, "top_variance_share": 0.9,
+                "seconds": 0.1}, {"step": 4, "alignment": 0.4, "uniformity": -1.2, "anisotropy": 0.2,
+                                  "top_variance_share": 0.8, "seconds": 0.1}]
+    (trained / "geometry.json").write_text(json.dumps(history))
+    measured = run.record_geometry("RCL", embed, seed=0, trained=SimpleNamespace(output_dir=trained))
+    assert measured["trajectory_points"] == 2
+    expected = evaluate_geometry(run.geometry_pairs(), embed)
+    frame = load_geometry(tmp_path / "out")
+    final = frame[frame["point"] == "final"].iloc[0]
+    assert final["alignment"] == pytest.approx(expected["alignment"]) and final["chapter"] == "rcl"
+    assert list(frame[frame["point"] == "trajectory"]["step"]) == [0, 4]
+    assert list(frame[frame["point"] == "trajectory"]["uniformity"]) == [-1.0, -1.2]
+    assert run.record_geometry("base", embed)["trajectory_points"] == 0  # no run: the final point only
+    assert sorted(load_geometry(tmp_path / "out")["model"].unique()) == ["RCL", "base"]

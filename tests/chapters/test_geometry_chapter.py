@@ -1,0 +1,68 @@
+"""The geometry chapter's smoke run (the session's ``smoke_book``): the equal-budget table with every
+method, the paired test and the cost ratio; the geometry files of every chapter, trajectories included;
+the two figures; and the book's introduction answering its question from these results."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from sentcl.book.geometry import load_geometry
+from sentcl.book.results import load_results
+
+METHODS = ["MNRL", "BSC", "RCL", "IFCL"]
+STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R"]
+
+
+def test_the_geometry_chapter_compares_the_four_methods_on_one_budget(smoke_book):
+    project, out, status, output = smoke_book
+    assert status == 0, output
+    mine = load_results(out, ["geometry"])
+    table = mine[mine["table"].str.startswith("Equal budget")]
+    assert set(mine["table"]) == {"Equal budget: STS", "Equal budget: retrieval, test, cost"}
+    assert set(table["row"]) == {"base (untouched)", *METHODS}
+    for method in METHODS:
+        cells = table[table["row"] == method].set_index("column")
+        assert set(STS) | {"Average", "CQA-A-2016 MAP", "CQA-A-2016 MRR", "cost × MNRL"} <= set(cells.index)
+        assert cells.loc["Average", "value"] == pytest.approx(cells.loc[STS, "value"].mean())
+        assert set(cells["seeds"]) == {(0, 1)} and pd_notna(cells.loc["Average", "std"])
+        assert (method == "MNRL") == ("p vs MNRL" not in cells.index)
+        assert cells.loc["cost × MNRL", "value"] > 0
+    mnrl = table[(table["row"] == "MNRL") & (table["column"] == "cost × MNRL")]["value"].item()
+    assert mnrl == pytest.approx(1.0)
+    rcl = table[(table["row"] == "RCL") & (table["column"] == "cost × MNRL")]["value"].item()
+    assert rcl > 1.0  # entropy models and stores on top of a training run of the same length
+
+
+def pd_notna(value) -> bool:
+    return value == value and value is not None
+
+
+def test_every_chapter_writes_its_geometry_and_the_trajectories_are_readable(smoke_book):
+    project, out, status, output = smoke_book
+    assert status == 0, output
+    geometry = load_geometry(out)
+    finals = geometry[geometry["point"] == "final"]
+    assert {"mnrl_sbert", "bsc", "rcl", "ifcl", "geometry"} <= set(finals["chapter"])
+    assert ((finals["alignment"] >= 0) & (finals["alignment"] <= 4)).all()
+    assert ((finals["uniformity"] <= 0) & (finals["uniformity"] >= -4)).all()
+    paths = geometry[geometry["point"] == "trajectory"]
+    assert set(paths[paths["chapter"] == "geometry"]["model"]) == set(METHODS)
+    for _, path in paths.groupby("model"):
+        assert path["step"].min() == 0 and path["step"].is_monotonic_increasing and len(path) >= 2
+    assert sorted(p.stem for p in (out / "figures" / "geometry").glob("*.png")) == [
+        "alignment-uniformity", "anisotropy", "trajectories"]
+    page = html.unescape((out / "_build" / "html" / "book" / "geometry.html").read_text())
+    assert "Assumptions and deviations" in page and "Equal budget: STS" in page
+    notebook = html.unescape((out / "_build" / "html" / "notebooks" / "geometry.html").read_text())
+    assert "two-sided paired t-test" in notebook and "Traceback" not in notebook
+
+
+def test_the_introduction_answers_the_title_question_from_the_results(smoke_book):
+    project, out, status, output = smoke_book
+    assert status == 0, output
+    intro = html.unescape((out / "_build" / "html" / "book" / "intro.html").read_text())
+    assert "Do contrastive sentence embeddings really work?" in intro
+    assert "smoke profile" in intro and "paper profile" in intro
+    assert "MNRL" in intro and "× MNRL" in intro
