@@ -27,7 +27,6 @@ counts only the part after the resume.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +36,7 @@ from sentence_transformers import SentenceTransformer
 from sentcl.data.augmentation import fusion_twins
 from sentcl.data.records import TrainingData
 from sentcl.errors import ConfigError, check_choice
+from sentcl.io import read_json
 from sentcl.losses import BatchSoftmaxContrastiveLoss, IFCLLoss, MultipleNegativesRankingLoss
 from sentcl.training.callbacks import Callback
 from sentcl.training.config import TrainingConfig
@@ -106,10 +106,10 @@ def stage_seconds(folder: str | Path) -> float:
     manifest = folder / "artifact.json"
     if not manifest.is_file():
         raise ConfigError(f"{folder} is not a finished artifact-cache stage (no artifact.json): its cost is unknown")
-    seconds = float(json.loads(manifest.read_text(encoding="utf-8"))["build_time_s"])
+    seconds = float(read_json(manifest, "an artifact-cache manifest")["build_time_s"])
     history = folder / "geometry.json"
     if history.is_file():
-        seconds -= sum(float(h.get("seconds", 0.0)) for h in json.loads(history.read_text(encoding="utf-8")))
+        seconds -= sum(float(h.get("seconds", 0.0)) for h in read_json(history, "a geometry trajectory"))
     return max(seconds, 0.0)
 
 
