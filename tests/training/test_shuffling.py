@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from sentcl.data.records import TrainingData
 from sentcl.errors import ConfigError
 from sentcl.training import RandomBatchSampler, SequentialBatchSampler
 from sentcl.training.shuffling import (
+    STOP_WORDS,
     ClusterShuffler,
     ExampleBasedShuffler,
     NeighbourShingleShuffler,
@@ -153,6 +156,20 @@ def test_word_shingles_ignore_stop_words_and_group_shared_words():
     assert keys[4] != keys[0] and len(set(keys.tolist())) == 5  # the empty text stands alone
     one = TokenTable.from_texts(["cat dog", "cat", "dog"]).shingle_keys(1, np.random.default_rng(0))
     assert one[0] in (one[1], one[2])
+
+
+def test_token_table_reads_repeated_texts_once_and_matches_a_row_by_row_reading():
+    rng = np.random.default_rng(3)
+    pool = ["The cat sat on the mat", "a dog!", "", "the", "Cat, dog and bird", "bird song at dawn"]
+    texts = [pool[i] for i in rng.integers(len(pool), size=200)]
+    vocabulary, flat, lengths = {}, [], []  # the plain reading: every row, in order
+    for text in texts:
+        words = [w for w in re.findall(r"[^\W_]+", text.lower()) if w not in STOP_WORDS]
+        flat += [vocabulary.setdefault(w, len(vocabulary)) for w in words]
+        lengths.append(len(words))
+    table = TokenTable.from_texts(texts)
+    assert table.flat.tolist() == flat and table.lengths.tolist() == lengths
+    assert table.offsets.tolist() == (np.cumsum(lengths) - lengths).tolist()
 
 
 def test_shingle_shuffler_puts_rows_with_a_shared_word_together():

@@ -166,15 +166,30 @@ class TokenTable:
 
     @classmethod
     def from_texts(cls, texts: list[str], stop_words: frozenset[str] = STOP_WORDS) -> TokenTable:
-        """Lower-cased words of each text, punctuation and ``stop_words`` removed."""
+        """Lower-cased words of each text, punctuation and ``stop_words`` removed.
+
+        Each distinct text is read once (pair data repeat their queries: CQA's 10 comments per
+        question) and its word ids copied to every row that holds it; the ids are those of a
+        row-by-row reading (numbered in order of first appearance)."""
         vocabulary: dict[str, int] = {}
-        flat: list[int] = []
-        lengths = np.zeros(len(texts), dtype=np.int64)
+        seen: dict[str, int] = {}  # text -> its index among the distinct texts
+        distinct_words: list[list[int]] = []
+        distinct_of = np.empty(len(texts), dtype=np.int64)
         for row, text in enumerate(texts):
-            words = [w for w in _WORD.findall(text.lower()) if w not in stop_words]
-            flat.extend(vocabulary.setdefault(w, len(vocabulary)) for w in words)
-            lengths[row] = len(words)
-        return cls(np.asarray(flat, dtype=np.int64), lengths)
+            index = seen.get(text)
+            if index is None:
+                index = seen[text] = len(distinct_words)
+                distinct_words.append([vocabulary.setdefault(w, len(vocabulary))
+                                       for w in _WORD.findall(text.lower()) if w not in stop_words])
+            distinct_of[row] = index
+        distinct_lengths = np.fromiter(map(len, distinct_words), dtype=np.int64, count=len(distinct_words))
+        distinct_flat = np.fromiter((w for words in distinct_words for w in words), dtype=np.int64,
+                                    count=int(distinct_lengths.sum()))
+        lengths = distinct_lengths[distinct_of]
+        source_start = (np.cumsum(distinct_lengths) - distinct_lengths)[distinct_of]  # row's words in distinct_flat
+        row_start = np.cumsum(lengths) - lengths  # row's words in the table
+        flat = distinct_flat[np.repeat(source_start - row_start, lengths) + np.arange(int(lengths.sum()))]
+        return cls(flat, lengths)
 
     @classmethod
     def from_rows(cls, ids: np.ndarray) -> TokenTable:
