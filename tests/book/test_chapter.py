@@ -121,6 +121,18 @@ def test_paper_rows_and_the_orderings_summary(run):
     assert lines[-1].startswith("*This run read the project's sample data")
 
 
+def test_paper_cells_read_one_row_or_one_column_of_a_paper_table(run):
+    averages = run.paper_cells("Table 2", column="Average")
+    assert averages["SBERT"] == 74.89 and averages["MNRLSBERT"] == 78.6
+    assert list(averages.index) == [r for r in run.paper_rows("Table 2") if r in averages.index]
+    sbert = run.paper_cells("Table 2", row="SBERT")
+    assert sbert["STS12"] == 70.97 and sbert["Average"] == 74.89 and sbert.index[0] == "STS12"
+    assert run.paper_cells("Table 2", row="a row the paper does not have").empty
+    for bad in ({}, {"row": "SBERT", "column": "Average"}):
+        with pytest.raises(ConfigError, match="either row= or column="):
+            run.paper_cells("Table 2", **bad)
+
+
 def test_load_tasks_reads_through_the_run_and_describes_the_evaluation(run):
     sts = run.load_tasks(["STS12", "STSb"], max_pairs=5, seed=1)
     assert [len(r) for r in sts.values()] == [5, 5] and sts["STSb"].name == "stsbenchmark"

@@ -199,6 +199,16 @@ class ChapterRun:
         values = paper_values(self.chapter)
         return list(dict.fromkeys(values.loc[values["table"] == table, "row"]))
 
+    def paper_cells(self, table: str, *, row: str | None = None, column: str | None = None) -> pd.Series:
+        """The paper's reported values along one row (indexed by column) or one column (indexed by
+        row) of one of its tables, in the paper's order; empty where the paper reports none."""
+        if (row is None) == (column is None):
+            raise ConfigError("paper_cells: give either row= or column=, not both or neither")
+        values = paper_values(self.chapter)
+        along, fixed, by = ("row", row, "column") if row is not None else ("column", column, "row")
+        cells = values[(values["table"] == table) & (values[along] == fixed)]
+        return pd.Series(cells["value"].to_numpy(dtype=float), index=pd.Index(cells[by], name=by), name=fixed)
+
     def orderings_summary(self, tables: Sequence[str], column: str = "Average") -> list[str]:
         """Markdown lines: per table, how many of the paper's orderings of two rows this run
         computed and how many hold, then each as a sentence (:func:`sentcl.book.claims.orderings`);
