@@ -57,6 +57,8 @@ browser:
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@echo "make: the precision tests again, as on a CPU without bf16 (oneDNN capped at AVX512_CORE)"
+	ONEDNN_MAX_CPU_ISA=AVX512_CORE $(BIN)/python -m pytest -m precision -q
 
 book: setup
 	$(BIN)/sentcl reproduce --profile $(PROFILE) $(if $(DATA_DIR),--data-dir $(DATA_DIR),)

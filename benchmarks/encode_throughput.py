@@ -28,9 +28,10 @@ import torch
 import transformers
 
 from sentcl.data.registry import load
-from sentcl.embeddings import cpu_supports_bf16, encode, resolve_precision
+from sentcl.embeddings import encode
 from sentcl.io import atomic_write_json
 from sentcl.models import MINILM, load_encoder, resolve_model, tiny_model
+from sentcl.precision import cpu_supports_bf16, resolve_precision
 
 HERE = Path(__file__).resolve().parent
 

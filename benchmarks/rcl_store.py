@@ -60,9 +60,10 @@ def peak(n: int, write: bool) -> float:
 def throughput(data_dir: Path, n: int, repeats: int) -> dict:
     from sentcl.data import samples_root
     from sentcl.data.registry import load
-    from sentcl.embeddings import embedder, encode, resolve_precision
+    from sentcl.embeddings import embedder, encode
     from sentcl.embeddings.store import write_store
     from sentcl.models import MINILM, load_encoder
+    from sentcl.precision import resolve_precision
 
     root = data_dir if (data_dir / "snli").is_dir() else samples_root()
     record = load("snli", "dev", data_dir=root)

@@ -146,3 +146,46 @@ def test_atomic_directory_replaces_or_leaves_untouched(tmp_path):
         (tmp / "b.json").write_text("3")
     assert sorted(os.listdir(target)) == ["b.json"]
     assert sorted(os.listdir(tmp_path)) == ["model"]  # no temporary folders left behind
+
+
+def test_a_damaged_stage_is_said_and_built_again(tmp_path, capfd):
+    """The manifest lists every file with its size: a file truncated, grown or removed, or the manifest
+    itself half-written, makes the stage damaged: one line, then built again (never returned as it is)."""
+    cache = ArtifactCache(tmp_path)
+    stage = Stage("train", {"lr": 2e-5})
+    build = Counting("the built text")
+    folder = cache.get_or_build(stage, build)
+    assert cache.manifest(stage)["files"] == {"out.txt": len("the built text")}
+    damages = {
+        "truncated": lambda: (folder / "out.txt").write_text("the"),
+        "grown": lambda: (folder / "out.txt").write_text("the built text, and more"),
+        "removed": lambda: (folder / "out.txt").unlink(),
+        "half-written manifest": lambda: (folder / MANIFEST).write_text('{"name": "tr'),
+    }
+    for calls, (what, damage) in enumerate(damages.items(), start=2):
+        damage()
+        assert cache.damage(stage) is not None, what
+        capfd.readouterr()
+        assert cache.get_or_build(stage, build) == folder and build.calls == calls, what
+        (line,) = capfd.readouterr().err.strip().splitlines()
+        assert line.startswith(f"sentcl: damaged file {folder}: ") and line.endswith("building stage 'train' again"), what
+        assert (folder / "out.txt").read_text() == "the built text" and cache.damage(stage) is None
+
+
+def test_load_or_build_discards_a_stage_that_does_not_load(tmp_path, capfd):
+    cache = ArtifactCache(tmp_path)
+    stage = Stage("result", {"k": 1})
+    build = Counting('{"metric": 1.5}')
+
+    def load(folder: Path) -> float:
+        return json.loads((folder / "out.txt").read_text())["metric"]
+
+    assert cache.load_or_build(stage, build, load) == 1.5 and build.calls == 1
+    (cache.path(stage) / "out.txt").write_text("#" * len('{"metric": 1.5}'))  # same size, not JSON: passes the size check
+    capfd.readouterr()
+    assert cache.load_or_build(stage, build, load) == 1.5 and build.calls == 2
+    assert "does not load (JSONDecodeError" in capfd.readouterr().err
+    broken = Counting("not JSON")  # built by this call and still unloadable: a real error, raised
+    with pytest.raises(json.JSONDecodeError):
+        cache.load_or_build(Stage("result", {"k": 2}), broken, load)
+    assert broken.calls == 1

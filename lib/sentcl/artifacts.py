@@ -25,6 +25,12 @@ folder, the manifest is written last, and the folder is renamed into place (atom
 file system). A build that fails or is killed leaves no finished stage behind. With
 ``resume=True`` its work folder is kept for the next attempt (the trainer continues from its
 last checkpoint there); otherwise the next attempt starts from an empty folder.
+
+**Damage.** The manifest lists every file of the stage with its size. A finished stage whose
+files no longer match (a file truncated, removed, or grown) is damaged: :meth:`ArtifactCache.get_or_build`
+says so in one line (:func:`sentcl.io.report_damaged`) and builds it again instead of returning it.
+A caller that finds a stage unreadable when it loads it (a load check) calls
+:meth:`ArtifactCache.discard` and builds again.
 """
 
 from __future__ import annotations
@@ -38,13 +44,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, DataFormatError, DataMissingError
 from .hashing import stable_hash
-from .io import atomic_write_json, file_lock, fsync_tree, read_json
+from .io import atomic_write_json, file_lock, fsync_tree, read_json, report_damaged
 from .paths import cache_root
 
 MANIFEST = "artifact.json"
@@ -54,6 +60,7 @@ RESULT = "result.json"
 KEY_VERSION = 1
 """Part of every key: bump it when the meaning of stored artifacts changes, to invalidate them all."""
 
+T = TypeVar("T")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -154,6 +161,31 @@ class ArtifactCache:
             raise ConfigError(f"stage {stage.name!r} ({stage.key}) is not in the cache at {self.root}")
         return read_json(path, "an artifact manifest")
 
+    def damage(self, stage: Stage) -> str | None:
+        """What is wrong with the finished ``stage``'s files (None: nothing, or not finished): a file the
+        manifest lists missing or of another size, or an unreadable manifest. Manifests written
+        before files were listed are not checked."""
+        folder = self.path(stage)
+        if not folder.is_dir():
+            return None
+        try:
+            listed = read_json(folder / MANIFEST, "an artifact manifest").get("files")
+        except (DataFormatError, DataMissingError, AttributeError) as exc:
+            return f"unreadable manifest ({exc})"
+        for name, size in (listed or {}).items():
+            path = folder / name
+            if not path.is_file():
+                return f"{name} is missing"
+            if path.stat().st_size != size:
+                return f"{name} has {path.stat().st_size:,} bytes, the manifest {size:,}"
+        return None
+
+    def discard(self, stage: Stage, problem: str) -> None:
+        """Remove a finished ``stage`` found damaged (e.g. unloadable), saying so in one line; the next
+        :meth:`get_or_build` builds it again."""
+        report_damaged(self.path(stage), problem, f"building stage {stage.name!r} again")
+        self.remove(stage)
+
     def get_or_build(self, stage: Stage, build: Callable[[Path], Any], *, resume: bool = False) -> Path:
         """The folder of ``stage``: the cached one, or one ``build(work_dir)`` fills now.
 
@@ -166,10 +198,14 @@ class ArtifactCache:
                 that continue from it, like the trainer's checkpoints); otherwise it is emptied.
         """
         final = self.path(stage)
-        if self.has(stage):
+        if self.has(stage) and self.damage(stage) is None:
             return final
         with self._locked(stage):
-            if self.has(stage):  # built by another process while we waited for the lock
+            problem = self.damage(stage)
+            if problem is not None:
+                report_damaged(final, problem, f"building stage {stage.name!r} again")
+                shutil.rmtree(final)
+            elif self.has(stage):  # built by another process while we waited for the lock
                 return final
             work = self.work_dir(stage)
             if work.exists() and not resume:
@@ -181,6 +217,7 @@ class ArtifactCache:
                 **stage.describe(),
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "build_time_s": round(time.perf_counter() - started, 3),
+                "files": _file_sizes(work),
             }
             atomic_write_json(work / MANIFEST, manifest)
             fsync_tree(work)  # everything on disk before the rename makes it a finished stage
@@ -189,13 +226,34 @@ class ArtifactCache:
             os.rename(work, final)
         return final
 
+    def load_or_build(
+        self, stage: Stage, build: Callable[[Path], Any], load: Callable[[Path], T], *, resume: bool = False
+    ) -> T:
+        """``load(folder)`` of ``stage``, cached or built now (:meth:`get_or_build`). A cached stage that
+        ``load`` cannot read is damaged (a load check): it is discarded, said in one line, built again
+        and loaded; a stage built by this call that does not load raises (a real error)."""
+        built: list[bool] = []
+
+        def building(work: Path) -> None:
+            built.append(True)
+            build(work)
+
+        folder = self.get_or_build(stage, building, resume=resume)
+        try:
+            return load(folder)
+        except Exception as exc:  # noqa: BLE001 - whatever stops a cached stage from loading makes it unusable
+            if built:
+                raise
+            self.discard(stage, f"it does not load ({type(exc).__name__}: {str(exc)[:200]})")
+        return load(self.get_or_build(stage, build, resume=resume))
+
     def cached_json(self, stage: Stage, compute: Callable[[], Any]) -> Any:
         """A JSON result (e.g. an evaluation's metrics): read from the cache, or ``compute()`` and stored."""
 
         def build(work: Path) -> None:
             atomic_write_json(work / RESULT, jsonable(compute(), f"result of stage {stage.name!r}"))
 
-        return read_json(self.get_or_build(stage, build) / RESULT, "a JSON result")
+        return self.load_or_build(stage, build, lambda folder: read_json(folder / RESULT, "a JSON result"))
 
     def remove(self, stage: Stage) -> None:
         """Forget ``stage`` (its finished folder and any work folder); downstream stages are untouched."""
@@ -206,6 +264,15 @@ class ArtifactCache:
 
     def _locked(self, stage: Stage):
         return file_lock(self.root / stage.name / f".{stage.key}.lock")
+
+
+def _file_sizes(folder: Path) -> dict[str, int]:
+    """Every file under ``folder`` (but the manifest) -> its size in bytes, by its path relative to ``folder``."""
+    return {
+        path.relative_to(folder).as_posix(): path.stat().st_size
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != MANIFEST
+    }
 
 
 __all__ = ["MANIFEST", "RESULT", "ArtifactCache", "Stage", "jsonable"]

@@ -1,6 +1,7 @@
 """Files written safely: atomic writes (a temporary file or folder beside the target, then a
 rename: a crash never leaves a half-written file that a later step would read), a lock file
-for read-merge-write cycles shared between processes, and JSON read with file:line errors.
+for read-merge-write cycles shared between processes, JSON read with file:line errors, and the
+one line that says a damaged file was found and what is done instead of reading it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import fcntl
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -117,6 +119,49 @@ def file_lock(path: str | os.PathLike) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+_HELD: dict[Path, int] = {}  # lock files this process holds until it ends: path -> open descriptor
+
+
+def claim(lock: str | os.PathLike, what: str, holder: dict[str, Any], *, for_process: bool = False) -> Path:
+    """Take the lock file ``lock`` at once (``flock``, non-blocking), or raise an
+    :class:`~sentcl.errors.OutputError` naming ``what`` and the run that holds it (``holder`` as that
+    run wrote it: pid, command, started). Released by :func:`release`, or when the process ends;
+    with ``for_process`` a second claim by the same process is a no-op (a notebook run twice in one
+    kernel). Returns the lock's path."""
+    from .errors import OutputError
+
+    path = Path(lock).resolve()
+    if path in _HELD:
+        if for_process:
+            return path
+        raise OutputError(f"{what} is already claimed by this process")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        other = os.read(fd, 4096).decode("utf-8", "replace")
+        os.close(fd)
+        try:
+            info = json.loads(other)
+            by = f"pid {info['pid']} ({info['command']}, started {info['started']})"
+        except (ValueError, KeyError, TypeError):
+            by = "another process"
+        raise OutputError(f"{what} is in use by {by}: wait for it to finish, or write to another folder") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps(holder).encode("utf-8"))
+    _HELD[path] = fd
+    return path
+
+
+def release(lock: Path) -> None:
+    """Give back a lock :func:`claim` took (its path as :func:`claim` returned it)."""
+    fd = _HELD.pop(lock, None)
+    if fd is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def read_json(path: str | os.PathLike, what: str = "JSON") -> Any:
     """The JSON value in ``path``; a malformed file is a :class:`~sentcl.errors.DataFormatError`
     naming the file, the line and ``what`` was expected, a missing one a
@@ -132,3 +177,10 @@ def read_json(path: str | os.PathLike, what: str = "JSON") -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataFormatError(path, exc.lineno, what, exc.msg) from None
+
+
+def report_damaged(path: str | os.PathLike, problem: str, action: str) -> None:
+    """Say on stderr, in one line, that ``path`` is damaged (``problem``) and what is done instead
+    (``action``: "recomputing it", "left out"...). Damaged files are never read: the caller
+    recomputes them or leaves them out, and says which through this line."""
+    print(f"sentcl: damaged file {path}: {problem}; {action}", file=sys.stderr, flush=True)

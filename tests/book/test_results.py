@@ -258,14 +258,24 @@ def test_recorded_run_marks_a_failure_and_reraises(tmp_path):
     assert record.status == "failed" and record.error == "ValueError: boom"
 
 
-def test_run_records_are_validated(tmp_path):
+def test_run_records_are_validated_and_a_damaged_one_is_left_out_in_one_line(tmp_path, capfd):
+    """A half-written record (or one that is not a run record) never crashes the book and never enters
+    it: one line on stderr naming the file and what is wrong, the good records read as usual."""
     with pytest.raises(ConfigError, match="kind"):
         records.RunRecord(kind="lunch", name="x", chapter=None, profile=None, run_id="a", started="t")
-    folder = tmp_path / "records"
-    folder.mkdir()
-    (folder / "bad.json").write_text('{"kind": "notebook", "name": "x"}')
     with pytest.raises(DataFormatError, match="missing"):
-        records.read_run_records(folder)
-    (folder / "bad.json").write_text("{")
-    with pytest.raises(DataFormatError, match="bad.json:1"):
-        records.read_run_records(folder)
+        records.RunRecord.from_dict({"kind": "notebook", "name": "x"}, "r.json")
+    with records.recorded_run(tmp_path, kind="training", name="good", chapter="bsc", profile="smoke", run_id="t4"):
+        pass
+    folder = tmp_path / "records"
+    good = (folder / "training-good-t4.json").read_text()
+    damaged = {"half.json": good[: len(good) // 2], "fields.json": '{"kind": "notebook", "name": "x"}', "list.json": "[1, 2]"}
+    for name, text in damaged.items():
+        (folder / name).write_text(text)
+    capfd.readouterr()
+    assert [r.name for r in records.read_run_records(folder)] == ["good"]
+    lines = sorted(capfd.readouterr().err.strip().splitlines())
+    assert len(lines) == 3 and all(line.endswith("left out of the book's run records") for line in lines)
+    assert lines[0].startswith(f"sentcl: damaged file {folder / 'fields.json'}: ") and "missing ['chapter'" in lines[0]
+    assert lines[1].startswith(f"sentcl: damaged file {folder / 'half.json'}: {folder / 'half.json'}:")
+    assert "expected a JSON object (a run record), found 'list'" in lines[2]

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -15,6 +16,7 @@ import pytest
 from sentcl import cli
 from sentcl.book import runner
 from sentcl.book.chapter import DataChoice
+from sentcl.book.records import read_run_records
 from sentcl.errors import ConfigError
 from sentcl.progress import LABEL_ENV, PROGRESS_ENV
 
@@ -225,3 +227,70 @@ def test_demo_without_a_data_root_warns_that_it_falls_back_to_sample_data(tmp_pa
     assert "no notebook yet (notebooks/mnrl_sbert.ipynb)" in captured.out
     assert cli.main(["reproduce", "--profile", "paper", "--no-book"]) == 2
     assert "the paper profile needs the real data" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- one run per output folder
+
+
+def _sentcl(root: Path, *args: str, **popen) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_CURRENT_TEST", PROGRESS_ENV, LABEL_ENV)}
+    return subprocess.Popen([sys.executable, "-m", "sentcl", *args], cwd=root, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+
+
+def test_a_second_run_on_the_same_output_folder_stops_at_once_and_damages_nothing(tmp_path):
+    """Two `sentcl reproduce` on one --out: the second stops at once with one line naming the folder
+    and the run holding it; the first finishes with its own results."""
+    root = make_project(tmp_path / "proj")
+    go = tmp_path / "go"
+    cell = ("import time, pathlib\n"
+            f"pathlib.Path(out_dir, 'started').write_text('1')\n"
+            f"while not pathlib.Path({str(go)!r}).exists():\n    time.sleep(0.2)\n"
+            "pathlib.Path(out_dir, 'result.txt').write_text(f'first run, seed {seed}')")
+    write_notebook(root / "notebooks" / "bsc.ipynb", cells=[cell])
+    out = tmp_path / "out"
+    args = ("reproduce", "--profile", "smoke", "--out", str(out), "--no-book", "--only", "bsc")
+    first = _sentcl(root, *args, "-p", "seed", "1")
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "started").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.2)
+        second = _sentcl(root, *args, "-p", "seed", "2")
+        _, err = second.communicate(timeout=60)
+        assert second.returncode == 2
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"sentcl: error: the output folder {out} is in use by pid {first.pid} (sentcl reproduce")
+        assert "-p seed 1" in line and "write to another folder" in line
+    finally:
+        go.write_text("go")
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert (out / "result.txt").read_text() == "first run, seed 1"
+    assert [r.parameters["seed"] for r in read_run_records(out / "records")] == [1]  # one record: the first's
+
+
+def test_a_notebook_run_on_its_own_claims_its_chapter(tmp_path):
+    """A chapter notebook run outside `sentcl reproduce` (papermill, Jupyter) claims its chapter of the
+    output folder for as long as its kernel lives; a runner for that chapter then stops at once, and
+    the same kernel may start the chapter again."""
+    out = tmp_path / "out"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom sentcl.book.chapter import ChapterRun\n"
+         f"ChapterRun('bsc', profile='smoke', data_dir=None, out_dir={str(out)!r})\n"
+         f"ChapterRun('bsc', profile='smoke', data_dir=None, out_dir={str(out)!r})  # run again in one kernel\n"
+         "print('claimed', flush=True)\nsys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "claimed", holder.stderr.read()
+        root = make_project(tmp_path / "proj")
+        write_notebook(root / "notebooks" / "bsc.ipynb")
+        proc = _sentcl(root, "reproduce", "--profile", "smoke", "--out", str(out), "--no-book", "--only", "bsc")
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2
+        assert f"the output folder {out} (chapter bsc) is in use by pid {holder.pid} (notebook bsc" in err
+        assert not (out / "notebooks").exists()
+    finally:
+        holder.communicate("done\n", timeout=30)

@@ -84,6 +84,7 @@ ASSUMED = {
     "eval_tasks": {"Antique": "Antique", "CQA-A": "CQA-A-2016", "CQA-B": "CQA-B-2016", "PFCC-S": "CLEF-2020",
                    "MRPC": "MRPC", "QQP": "QQP", "STSb": "STSb"},  # stand-ins: sentcl.evaluation.tasks
     "eval_max_queries": {},  # every test query / pair
+    "precision": "auto",  # §5.2 names none: fp32 on a CPU, bf16/fp16 on a GPU (sentcl.precision)
     "encode_precision": "auto",
 }
 # What the demo and smoke profiles may change, and nothing else.

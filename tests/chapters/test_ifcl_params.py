@@ -65,7 +65,7 @@ ASSUMED = {
     "warmup_ratio": 0.0,  # HF Trainer's default, SimCSE's
     "weight_decay": 0.0,
     "max_grad_norm": 1.0,
-    "precision": "fp32",
+    "precision": "auto",  # the slides name none; SimCSE trains in fp16: bf16/fp16 on a GPU, fp32 on a CPU
     "eval_steps": 125,  # STS-B dev every 125 steps, best kept (SimCSE)
     "seeds": [0],
     "checkpoint_steps": 250,  # not the paper's: how often a killed run can resume from

@@ -62,7 +62,7 @@ ASSUMED = {
     "whitening_fit_datasets": ["snli/train", "snli/dev", "snli/test", "multinli/train"],  # Su et al.'s "NLI" variant
     "whitening_fit_sentences": 0,
     "whitening_k": 0,  # all dimensions
-    "encode_precision": "auto",  # fp32 on a GPU
+    "encode_precision": "auto",  # fp32 on a CPU, bf16/fp16 on a GPU
     "checkpoint_steps": 1000,  # not the paper's: how often a killed run can resume from (no effect on the result)
 }
 # What the demo and smoke profiles may change, and nothing else.

@@ -53,7 +53,8 @@ ASSUMED = {
     "weight_decay": 0.01,  # not stated; sentence-transformers' fit() default
     "expected_triplets": 0,  # the paper gives no count of its NLI triplets
     "checkpoint_steps": 500,  # how often a killed run can resume from (no effect on the result)
-    "encode_precision": "auto",  # fp32 on a GPU
+    "precision": "auto",  # the paper names none: fp32 on a CPU, bf16/fp16 on a GPU (sentcl.precision)
+    "encode_precision": "auto",  # fp32 on a CPU, bf16/fp16 on a GPU
     "faq_fold_seed": 0,  # the paper describes no folds: ours are grouped and seeded (sentcl.data.folds)
     "faq_dev_fraction": 0.1,  # Appendix A.1 selects by "MAP value on the development dataset", unnamed: 10 % of each fold's training pairs
     "faq_epochs": 3,  # Appendix A.1: "for several epochs"

@@ -27,6 +27,7 @@ from sentcl.training.checkpoint import (
     pack_plan,
     prune_best,
     read_finished,
+    read_health,
     rng_state,
     save_best,
     save_checkpoint,
@@ -38,7 +39,8 @@ from sentcl.training.checkpoint import (
 )
 
 # The keys of the "trainer" entry of every checkpoint and of trainer_state.json since format 1, in order:
-# checkpoints written before TrainerState had its running means must still resume.
+# checkpoints written before TrainerState had its running means (and before it summed the loss's terms,
+# "terms_sum_since_log") must still resume (test_trainer_state_reads_the_json_of_earlier_runs).
 SAVED_STATE_KEYS = [
     "run_key",
     "world_size",
@@ -53,6 +55,7 @@ SAVED_STATE_KEYS = [
     "done",
     "losses",
     "evaluations",
+    "terms_sum_since_log",
     "loss_sum_since_log",
     "steps_since_log",
     "loss_sum_since_eval",
@@ -152,7 +155,8 @@ def test_trainer_state_keeps_its_saved_keys():
 
 
 def test_trainer_state_reads_the_json_of_earlier_runs():
-    """A ``trainer`` entry as the trainer wrote it before the running means were a class."""
+    """A ``trainer`` entry as the trainer wrote it before the running means were a class (and before the
+    loss's terms were summed: none since the last log entry)."""
     saved = {
         "run_key": "abc", "world_size": 1, "total_steps": 30, "steps_per_epoch": 15, "epoch": 1, "batches_done": 5,
         "global_step": 20, "best_metric": 71.2, "best_step": 15, "stopped_early": False, "done": False,
@@ -163,7 +167,8 @@ def test_trainer_state_reads_the_json_of_earlier_runs():
     state = TrainerState.from_dict(saved)
     assert state.global_step == 20 and state.best_step == 15 and state.evaluations[0]["spearman"] == 71.2
     assert state.loss_since_log.take() == 7.5 / 4 and state.loss_since_eval.take() == 9.0 / 5
-    assert TrainerState.from_dict(saved).to_dict() == saved
+    assert state.terms_sum_since_log == {}
+    assert TrainerState.from_dict(saved).to_dict() == {**saved, "terms_sum_since_log": {}}
 
 
 # ---------------------------------------------------------------------------------- a run's output folder
@@ -229,11 +234,14 @@ def test_a_finished_run_is_read_back_and_its_checkpoints_removed(tmp_path):
     save_best(tmp_path, 3, {"w": torch.ones(1)}, {"step": 3})
     final = _state(10)
     final.done = True
-    write_finished(tmp_path, final, {"config": {"seed": 0}})
+    write_finished(tmp_path, final, {"config": {"seed": 0}}, health={"active": True})
     assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "best").exists()
     saved = json.loads((tmp_path / STATE_FILE).read_text())
-    assert list(saved) == ["state", "run"] and list(saved["state"]) == SAVED_STATE_KEYS
-    assert read_finished(tmp_path, "run") == final
+    assert list(saved) == ["state", "run", "health"] and list(saved["state"]) == SAVED_STATE_KEYS
+    assert read_finished(tmp_path, "run") == final and read_health(tmp_path) == {"active": True}
+    del saved["health"]  # a run finished before health was recorded
+    (tmp_path / STATE_FILE).write_text(json.dumps(saved))
+    assert read_finished(tmp_path, "run") == final and read_health(tmp_path) is None
     with pytest.raises(ConfigError, match="holds a finished run with another configuration"):
         read_finished(tmp_path, "another run")
     (tmp_path / STATE_FILE).write_text("{not json")

@@ -226,7 +226,8 @@ def test_output_folder_keeps_the_layout_of_checkpoint_format_1(tmp_path, pairs):
     assert list(tree) == "format trainer plan model loss optimizer scheduler scaler sampler callbacks rng".split()
     assert list(tree["trainer"]) == (
         "run_key world_size total_steps steps_per_epoch epoch batches_done global_step best_metric best_step "
-        "stopped_early done losses evaluations loss_sum_since_log steps_since_log loss_sum_since_eval steps_since_eval"
+        "stopped_early done losses evaluations terms_sum_since_log loss_sum_since_log steps_since_log loss_sum_since_eval "
+        "steps_since_eval"
     ).split()
     assert tree["format"] == 1 and tree["trainer"]["global_step"] == 4 and tree["trainer"]["best_step"] == 2
     assert (tree["trainer"]["steps_since_log"], tree["trainer"]["steps_since_eval"]) == (0, 0)  # logged, evaluated at 4
@@ -347,7 +348,8 @@ def test_reencoding_sampler_sees_the_current_model_and_leaves_training_alone(tmp
     plain.train(tmp_path / "b")
     assert len(sampler.embeddings) == 2
     first, second = sampler.embeddings
-    assert np.allclose(first, encode(tiny_model(0), pairs.columns["sentence1"][:10], cache=False))
+    # fp32 against fp32: the trainer re-encodes with "auto", which is fp32 on every CPU
+    assert np.allclose(first, encode(tiny_model(0), pairs.columns["sentence1"][:10], precision="fp32", cache=False))
     assert not np.allclose(first, second)  # epoch 2 was planned with the trained model
     assert same_weights(weights(reencoding.model), weights(plain.model))  # encoding between epochs changed nothing
 
@@ -443,6 +445,7 @@ def test_gradient_accumulation_matches_one_large_batch_for_a_per_row_loss(nli):
         assert_close_to_scale(g2[k], g1[k], k)
 
 
+@pytest.mark.precision
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_mixed_precision_runs_and_checkpoints_the_scaler(tmp_path, pairs, precision):
     cfg = TrainingConfig(**FAST, max_steps=3, precision=precision, checkpoint_steps=1, keep_checkpoints=3)
@@ -458,3 +461,57 @@ def test_mixed_precision_runs_and_checkpoints_the_scaler(tmp_path, pairs, precis
     result = trainer.train(tmp_path)
     assert all(np.isfinite(e["loss"]) for e in result.losses)
     assert (look.scaler is not None) == (precision == "fp16")
+
+
+# ---------------------------------------------------------------------------------------- damaged files
+
+
+def test_a_damaged_checkpoint_is_said_and_the_one_before_it_resumed(tmp_path, pairs, capfd):
+    """A truncated state.safetensors in the newest checkpoint: one line, that checkpoint removed, the run
+    resumed from the one before and ending exactly where an uninterrupted run ends; with every
+    checkpoint damaged, the run starts afresh."""
+    cfg = TrainingConfig(**FAST, max_steps=8, checkpoint_steps=2, keep_checkpoints=2)
+
+    def trainer(extra=()):
+        return Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, cfg, callbacks=list(extra), show_progress=False)
+
+    straight = trainer()
+    straight.train(tmp_path / "straight")
+    for damaged, resumed_from in ((["checkpoint-00000004"], 2), (["checkpoint-00000002", "checkpoint-00000004"], None)):
+        out = tmp_path / f"resumed-{len(damaged)}"
+        with pytest.raises(KeyboardInterrupt):
+            trainer([CrashAt(5)]).train(out)
+        for name in damaged:
+            tensors = out / "checkpoints" / name / "state.safetensors"
+            tensors.write_bytes(tensors.read_bytes()[:1000])
+        capfd.readouterr()
+        again = trainer()
+        result = again.train(out)
+        lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("sentcl")]
+        assert len(lines) == len(damaged)  # one line per damaged checkpoint
+        assert all(f"damaged file {out / 'checkpoints'}" in line and "state.safetensors" in line for line in lines)
+        assert result.resumed_from_step == resumed_from
+        assert same_weights(weights(again.model), weights(straight.model))
+
+
+def test_a_damaged_trained_model_in_the_cache_is_said_and_trained_again(tmp_path, pairs, capfd):
+    """The cached run's model.safetensors truncated (caught by the manifest's sizes) or overwritten with
+    garbage of the same size (caught when it does not load): one line each, trained again, same weights."""
+    cache = ArtifactCache(tmp_path)
+    cfg = TrainingConfig(**FAST, max_steps=2)
+
+    def run():
+        trainer = Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, cfg, show_progress=False)
+        return trainer.train_cached(cache), trainer
+
+    first, trainer = run()
+    good = weights(trainer.model)
+    weights_file = first.model_dir / "model.safetensors"
+    for damage, said in ((lambda data: data[: len(data) // 2], "bytes, the manifest"),
+                         (lambda data: b"\0" * len(data), "does not load")):
+        weights_file.write_bytes(damage(weights_file.read_bytes()))
+        capfd.readouterr()
+        result, again = run()
+        (line,) = [line for line in capfd.readouterr().err.splitlines() if line.startswith("sentcl")]
+        assert line.startswith("sentcl: damaged file") and said in line and "building stage 'train' again" in line
+        assert result.trained and same_weights(weights(again.model), good)

@@ -22,9 +22,11 @@ Every number the book shows is read back from the files these calls write under
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +34,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..io import atomic_write_json, read_json
+from ..io import atomic_write_json, claim, read_json
 from ..paths import data_root
+from ..precision import uses
 from . import report
 from .claims import orderings
 from .geometry import save_geometry
-from .records import finish_run_record, start_run_record
+from .records import finish_run_record, precision_uses_file, start_run_record
 from .results import PROFILES, Result, current_run_id, load_results, paper_values, save_results
 
 # chapter -> title, in book order; a chapter's notebook is notebooks/<chapter>.ipynb
@@ -55,6 +58,22 @@ GEOMETRY_PAIRS = {"smoke": 0, "demo": 500, "paper": 0}
 """STS-B test pairs a model's geometry is measured on, per profile (0: all 1,379; the demo draws
 500 with seed 0, about 100 of them scored above 4, so that measuring every model of a chapter
 fits a laptop's budget)."""
+
+
+OUTPUT_CLAIMED_ENV = "SENTCL_OUTPUT_CLAIMED"
+"""Set by ``sentcl reproduce`` for its kernels: the output folder whose chapters it has claimed."""
+
+
+def claim_output(out: Path, chapter: str | None = None, *, for_process: bool = False) -> Path:
+    """Claim the output folder ``out`` (``chapter`` None: the whole folder, as ``sentcl reproduce`` does)
+    or one chapter's part of it, so that two runs never write the same results files at once: a second
+    claim fails at once with one line naming the folder and the run that holds it
+    (:func:`sentcl.io.claim`). Returns the lock to :func:`sentcl.io.release`."""
+    lock = out / (".sentcl.lock" if chapter is None else f".sentcl.lock-{chapter}")
+    what = f"the output folder {out}" + ("" if chapter is None else f" (chapter {chapter})")
+    holder = {"pid": os.getpid(), "command": " ".join(["sentcl", *sys.argv[1:]]) if chapter is None
+              else f"notebook {chapter}", "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return claim(lock, what, holder, for_process=for_process)
 
 
 class SampleDataWarning(UserWarning):
@@ -125,6 +144,8 @@ class ChapterRun:
         if self.data.warning:
             warnings.warn(self.data.warning, SampleDataWarning, stacklevel=2)
         self.out_dir = Path(out_dir).resolve()
+        if os.environ.get(OUTPUT_CLAIMED_ENV) != str(self.out_dir):  # run on its own: claim its results files
+            claim_output(self.out_dir, chapter, for_process=True)
         self.run_id = current_run_id()
         self._loaded: list[dict[str, Any]] = []
         self.models = dict(models or {})
@@ -170,22 +191,26 @@ class ChapterRun:
         """Train with ``trainer`` inside the artifact cache (:meth:`sentcl.training.Trainer.train_cached`:
         a finished identical run is loaded, an interrupted one resumed) and, when it trained,
         write its run record (``<out>/records/training-<name>-<run_id>.json``: configuration,
-        wall time, pairs/s, peak memory; status ``failed`` with the error if it raised).
+        wall time, pairs/s, peak memory, precision, health; status ``failed`` with the error if it raised).
         Returns the :class:`~sentcl.training.TrainingResult`."""
         record = start_run_record(
             kind="training", name=trainer.name, chapter=self.chapter, profile=self.profile,
             config={"run": trainer.describe()}, seed=trainer.config.seed, run_id=self.run_id,
         )
+        record.precision.update(requested=trainer.config.precision, used=trainer.precision)
         try:
             result = trainer.train_cached(**cached)
         except BaseException as exc:
             finish_run_record(self.out_dir, record, exc)
             raise
+        finally:
+            self._save_precision_uses()
         if result.trained and trainer.procs.is_main:
             record.config.update(
                 output_dir=str(result.output_dir), resumed_from_step=result.resumed_from_step,
                 steps=result.global_step, **result.run,
             )
+            record.health = result.health
             finish_run_record(self.out_dir, record)
         return result
 
@@ -284,6 +309,7 @@ class ChapterRun:
         units, averaged over ``seeds``; ``std``: column -> standard deviation) in the
         results file, at once. ``data`` says what the row was computed on (default:
         :meth:`describe_evaluation`'s text). Returns the results file's path."""
+        self._save_precision_uses()
         std = std or {}
         unknown = set(std) - set(values)
         if unknown:
@@ -297,6 +323,12 @@ class ChapterRun:
             for column, value in values.items()
         ]
         return save_results(self.out_dir, self.chapter, cells, run_id=self.run_id)
+
+    def _save_precision_uses(self) -> None:
+        """Keep what this process ran in which precision so far (:func:`sentcl.precision.uses`) where
+        the notebook's run record picks it up (:func:`~sentcl.book.records.precision_uses_file`)."""
+        atomic_write_json(precision_uses_file(self.out_dir, self.chapter, self.run_id),
+                          {"chapter": self.chapter, "run_id": self.run_id, "uses": uses()})
 
     def geometry_pairs(self):
         """The STS-B test pairs every geometry measure of this run uses (SimCSE's protocol;
@@ -337,6 +369,7 @@ class ChapterRun:
                 points.append(common | {"point": "trajectory", "step": int(h["step"])}
                               | {m: h[m] for m in ("alignment", "uniformity", "anisotropy", "top_variance_share") if m in h})
         save_geometry(self.out_dir, self.chapter, points, run_id=self.run_id)
+        self._save_precision_uses()
         return measured | {"trajectory_points": len(points) - 1}
 
     def results(self) -> pd.DataFrame:

@@ -402,19 +402,45 @@ def environment_page(records: list[RunRecord], known: dict[str, str] | None = No
     parts.append(
         _md_table(["device", *packages, "runs"], [[*k, ", ".join(dict.fromkeys(v))] for k, v in combos.items()], full_width=True)
     )
+    parts.append(precision_section(records))
     parts.append("## Runs\n")
     rows = [
         [r.started[:16].replace("T", " "), r.kind, r.name, r.profile or "—", r.status, duration(r.wall_time_s),
          "—" if r.peak_memory_mb is None else f"{r.peak_memory_mb:.0f} MiB",
-         "—" if r.peak_gpu_memory_mb is None else f"{r.peak_gpu_memory_mb:.0f} MiB", f"`{r.run_id}`"]
+         "—" if r.peak_gpu_memory_mb is None else f"{r.peak_gpu_memory_mb:.0f} MiB", r.precision.get("used", "—"),
+         f"`{r.run_id}`"]
         for r in records
     ]
-    header = ["started (UTC)", "kind", "name", "profile", "status", "wall time", "peak memory", "peak GPU memory", "run id"]
+    header = ["started (UTC)", "kind", "name", "profile", "status", "wall time", "peak memory", "peak GPU memory",
+              "training precision", "run id"]
     parts.append(_md_table(header, rows, full_width=True))
     failed = [r for r in records if r.status == "failed"]
     for r in failed:
         parts.append(f"- `{r.run_id}` ({r.name}) failed: {_md(report.public_text(r.error or '', known))}")
     return "\n".join(parts) + "\n"
+
+
+def precision_section(records: list[RunRecord]) -> str:
+    """The environment page's "Precision" section: per chapter run, whether its CPU computes bf16
+    natively, and what its kernel encoded and trained in which precision (from the run records)."""
+    text = [
+        "## Precision\n",
+        "`auto`, every chapter's default, is fp32 on every CPU, so that the same build gives the same numbers "
+        "on any processor, and bf16 (fp16 on GPUs without bf16) on a GPU; bf16 on a CPU is opt-in. What each "
+        "run actually used, as its kernel counted it:\n",
+    ]
+    rows = []
+    for r in records:
+        if r.kind != "notebook":
+            continue
+        uses = [f"{u['what']}: {u['precision']} on {u['device']} ({u['count']:,})" for u in r.precision.get("uses", [])]
+        native = r.precision.get("cpu_native_bf16")
+        rows.append([r.chapter or r.name, r.profile or "—", _md(r.device), "—" if native is None else ("yes" if native else "no"),
+                     "<br>".join(_md(u) for u in uses) or "not recorded"])
+    if not rows:
+        return "\n".join(text) + "No chapter run recorded what it ran in which precision.\n"
+    return "\n".join(text) + _md_table(["chapter", "profile", "device", "CPU native bf16", "what ran in which precision"], rows,
+                                       full_width=True)
 
 
 def timings(records: list[RunRecord]) -> str:

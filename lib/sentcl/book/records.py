@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DataFormatError
-from ..io import atomic_write_json, read_json
+from ..io import atomic_write_json, read_json, report_damaged
+from ..precision import describe_machine
 from .results import PROFILES, current_run_id
 
 RECORD_KINDS = ("notebook", "training")
@@ -41,6 +42,11 @@ class RunRecord:
     the full training configuration). ``peak_memory_mb`` is the peak resident memory of
     the process that did the work, ``peak_gpu_memory_mb`` the peak allocated CUDA memory
     (None where not measured). ``status`` is ``ok`` or ``failed`` (then ``error`` says why).
+    ``precision`` says what ran in which precision (:mod:`sentcl.precision`): whether the CPU
+    computes bf16 natively (``cpu_native_bf16``); for a training run the precision asked for and
+    the one its steps used (``requested``, ``used``); for a notebook, what its kernel counted
+    (``uses``: texts encoded, training runs, per precision and device). ``health`` is a training run's
+    health record (:mod:`sentcl.training.health`: did it train?).
     """
 
     kind: str
@@ -59,6 +65,8 @@ class RunRecord:
     versions: dict[str, str] = field(default_factory=dict)
     peak_memory_mb: float | None = None
     peak_gpu_memory_mb: float | None = None
+    precision: dict[str, Any] = field(default_factory=dict)
+    health: dict[str, Any] | None = None
     schema: int = 1
 
     def __post_init__(self) -> None:
@@ -77,6 +85,8 @@ class RunRecord:
     @classmethod
     def from_dict(cls, raw: dict[str, Any], path: str | os.PathLike = "<record>") -> RunRecord:
         names = {f.name for f in fields(cls)}
+        if not isinstance(raw, dict):
+            raise DataFormatError(path, None, "a JSON object (a run record)", type(raw).__name__)
         missing = [n for n in ("kind", "name", "chapter", "profile", "run_id", "started") if n not in raw]
         unknown = sorted(set(raw) - names)
         if missing or unknown:
@@ -136,18 +146,28 @@ def peak_memory_mb() -> tuple[float, float | None]:
     return rss, gpu
 
 
+def precision_uses_file(out_dir: str | os.PathLike, chapter: str, run_id: str) -> Path:
+    """Where a chapter's kernel keeps what ran in which precision (:func:`sentcl.precision.uses`) for
+    the notebook's run record: ``<out>/records/precision/<chapter>-<run_id>.json``."""
+    return Path(out_dir) / "records" / "precision" / f"{chapter}-{run_id}.json"
+
+
 def write_run_record(out_dir: str | os.PathLike, record: RunRecord) -> Path:
     """Write ``record`` atomically to ``<out_dir>/records/<kind>-<name>-<run_id>.json``."""
     return atomic_write_json(Path(out_dir) / "records" / record.file_name, asdict(record))
 
 
 def read_run_records(*folders: str | os.PathLike) -> list[RunRecord]:
-    """Every run record in the given ``records`` folders, oldest first."""
+    """Every run record in the given ``records`` folders, oldest first. A damaged one (half-written,
+    or not a run record) is left out and said in one line: a record is never guessed at."""
     records = []
     for folder in folders:
         folder = Path(folder)
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            records.append(RunRecord.from_dict(read_json(path, "a JSON run record"), path))
+            try:
+                records.append(RunRecord.from_dict(read_json(path, "a JSON run record"), path))
+            except DataFormatError as exc:
+                report_damaged(path, str(exc), "left out of the book's run records")
     return sorted(records, key=lambda r: r.started)
 
 
@@ -166,6 +186,7 @@ def start_run_record(
     :func:`finish_run_record` adds the wall time and peak memory and writes it."""
     env = environment()
     record = RunRecord(
+        precision=describe_machine(),
         kind=kind,
         name=name,
         chapter=chapter,

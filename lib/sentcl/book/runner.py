@@ -48,11 +48,13 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, SentclError
+from ..io import read_json, release, report_damaged
 from ..paths import project_root
+from ..precision import describe_machine
 from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
 from . import pages, site
-from .chapter import CHAPTERS, DataChoice, resolve_data
-from .records import RunRecord, environment, write_run_record
+from .chapter import CHAPTERS, OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
+from .records import RunRecord, environment, precision_uses_file, write_run_record
 from .results import PROFILES, RUN_ID_ENV, new_run_id
 
 PARAMETERS_TAG = "parameters"
@@ -276,7 +278,8 @@ def execute(plan: Plan, profile: str, data: DataChoice, env: dict[str, Any], cwd
     probe = _KernelPeakMemory()
     plan.executed.parent.mkdir(parents=True, exist_ok=True)
     # the kernel inherits these: its run id, and progress bars drawn on this terminal
-    kernel_env = {RUN_ID_ENV: run_id, PROGRESS_ENV: TERMINAL, LABEL_ENV: plan.chapter}
+    kernel_env = {RUN_ID_ENV: run_id, PROGRESS_ENV: TERMINAL, LABEL_ENV: plan.chapter,
+                  OUTPUT_CLAIMED_ENV: str(Path(plan.parameters["out_dir"]).resolve())}
     old = {name: os.environ.get(name) for name in kernel_env}
     os.environ.update(kernel_env)
     t0 = time.perf_counter()
@@ -327,9 +330,22 @@ def execute(plan: Plan, profile: str, data: DataChoice, env: dict[str, Any], cwd
         device=env["device"],
         versions=env["versions"],
         peak_memory_mb=probe.mb,
+        precision=describe_machine() | {"uses": _precision_uses(Path(plan.parameters["out_dir"]), plan.chapter, run_id)},
     )
     write_run_record(Path(plan.parameters["out_dir"]), record)
     return Outcome(plan.chapter, record.status, wall, probe.mb, plan.executed, failure, lines)
+
+
+def _precision_uses(out: Path, chapter: str, run_id: str) -> list[dict[str, Any]]:
+    """What the notebook's kernel ran in which precision (written by its ChapterRun); [] if it wrote nothing."""
+    path = precision_uses_file(out, chapter, run_id)
+    if not path.is_file():
+        return []
+    try:
+        return list(read_json(path, "a chapter's precision uses")["uses"])
+    except (SentclError, KeyError, TypeError) as exc:
+        report_damaged(path, str(exc), "the notebook's run record shows no precision uses")
+        return []
 
 
 def summary_table(outcomes: list[Outcome], root: Path) -> str:
@@ -379,7 +395,19 @@ def reproduce(args: argparse.Namespace) -> int:
         raise ConfigError(f"unknown chapter(s) {unknown}; chapters: {', '.join(CHAPTERS)}")
     out = Path(args.out).resolve() if args.out else root / "runs" / args.profile
     book_dir = Path(args.book_dir).resolve() if args.book_dir else root
+    # one run per output folder (and per chapter of it, against notebooks run on their own): a second
+    # run stops here with one line naming the folder and the run that holds it
+    locks: list[Path] = []
+    try:
+        for chapter in [None, *([] if args.book_only else chapters)]:
+            locks.append(claim_output(out, chapter))
+        return _reproduce(args, root, chapters, out, book_dir)
+    finally:
+        for lock in locks:
+            release(lock)
 
+
+def _reproduce(args: argparse.Namespace, root: Path, chapters: list[str], out: Path, book_dir: Path) -> int:
     outcomes: list[Outcome] = []
     if not args.book_only:
         if args.profile == "smoke" and args.data_dir:

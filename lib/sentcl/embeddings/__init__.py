@@ -9,35 +9,35 @@ sequence, precision, normalisation, and for embeddings drawn with dropout on the
 settings) under ``cache_root()/embeddings/<fingerprint>/``, written atomically. The fingerprint (:func:`sentcl.models.fingerprint`) hashes the
 weights, so a model changed in memory never reads another model's embeddings.
 
-Precision: ``"bf16"`` runs the forward pass under ``torch.autocast(dtype=torch.bfloat16)``;
-``"auto"`` chooses it on CPUs with native bf16 arithmetic (AVX512-BF16 or AMX-BF16) and
-fp32 everywhere else, GPUs included (ask for ``"bf16"`` explicitly there). bf16 embeddings
-stay within cosine 1 - 1e-3 of the fp32 ones (``tests/test_embeddings.py``); measured speed
-and cosine: ``benchmarks/results/encode_throughput_cpu.json``.
+Precision (:mod:`sentcl.precision`): ``"auto"`` is fp32 on every CPU (the same numbers on every
+machine) and bf16 or fp16 on a GPU; ``"bf16"``/``"fp16"`` run the forward pass under
+``torch.autocast``. bf16 embeddings stay within cosine 1 - 1e-3 of the fp32 ones
+(``tests/test_embeddings.py``); measured speed and cosine:
+``benchmarks/results/encode_throughput_cpu.json``. Every call counts the texts it encoded (or read
+from the cache) under the precision it used (:func:`sentcl.precision.note_use`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 from sentence_transformers import SentenceTransformer
 
-from ..errors import ConfigError, check_choice
+from ..errors import ConfigError
 from ..hashing import stable_hash, texts_hash
-from ..io import atomic_path
+from ..io import atomic_path, report_damaged
 from ..models import fingerprint, load_encoder
 from ..paths import cache_root
+from ..precision import PRECISIONS, autocast, note_use, resolve_precision
 from ..progress import progress_bar, to_terminal
 from .store import EmbeddingStore as EmbeddingStore  # re-exported: the store beside the cache
 from .store import write_store as write_store
 
-ENCODE_PRECISIONS = ("auto", "fp32", "bf16")
+ENCODE_PRECISIONS = PRECISIONS
 PROGRESS_MIN_TEXTS = 1000
 """With ``show_progress=None``, a progress bar appears from this many distinct texts on."""
 
@@ -63,7 +63,7 @@ def encode(
         batch_size: sentences per forward pass (sentence-transformers sorts them by length
             first, so that each batch pads little).
         normalize: L2-normalise each row (in fp32, after the forward pass).
-        precision: ``"auto"``, ``"fp32"`` or ``"bf16"`` (see module doc).
+        precision: ``"auto"``, ``"fp32"``, ``"bf16"`` or ``"fp16"`` (see module doc).
         cache: read and write the embedding cache; a hit runs no forward pass.
         show_progress: a progress bar over the texts (:func:`sentcl.progress.progress_bar`);
             ``None`` shows it from :data:`PROGRESS_MIN_TEXTS` distinct texts on. Under
@@ -80,6 +80,7 @@ def encode(
     if path is not None and path.is_file():
         cached = _read(path, len(texts))
         if cached is not None:
+            note_use("texts read from the embedding cache", chosen, model.device, len(texts))
             return cached
 
     distinct = list(dict.fromkeys(texts))
@@ -94,13 +95,14 @@ def encode(
 
     hook = model.register_forward_hook(count)
     try:
-        with _autocast(chosen, model.device):
+        with autocast(chosen, model.device):
             vectors = model.encode(distinct, batch_size=batch_size, show_progress_bar=False, convert_to_tensor=True)
     finally:  # sentence-transformers' encode leaves every module in eval mode: restore (mid-training calls)
         hook.remove()
         bar.close()
         for module, training in modes:
             module.training = training
+    note_use("texts encoded", chosen, model.device, len(distinct))
     vectors = vectors.detach().float().cpu().numpy().reshape(len(distinct), -1)
     if normalize:
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
@@ -137,38 +139,6 @@ def cache_file(
     return cache_root() / "embeddings" / fingerprint(model) / f"{stable_hash(spec)}.npy"
 
 
-def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str:
-    """``"fp32"`` or ``"bf16"``: ``"auto"`` means bf16 on a CPU with native bf16, else fp32."""
-    check_choice("precision", precision, ENCODE_PRECISIONS)
-    if precision != "auto":
-        return precision
-    return "bf16" if torch.device(device).type == "cpu" and cpu_supports_bf16() else "fp32"
-
-
-@functools.lru_cache(maxsize=1)
-def cpu_supports_bf16() -> bool:
-    """Whether this CPU computes bf16 natively: the ``avx512_bf16`` or ``amx_bf16`` flag (Linux).
-
-    Elsewhere (no ``/proc/cpuinfo``, e.g. macOS or Windows) the answer is False, so
-    ``precision="auto"`` stays fp32; ask for ``"bf16"`` explicitly to use it anyway.
-    """
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"avx512_bf16", "amx_bf16"})
-    except OSError:
-        pass
-    return False
-
-
-def _autocast(precision: str, device: torch.device):
-    if precision == "bf16":
-        return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
 def _batch_rows(output) -> int:
     """The number of texts in one forward pass's output (a mapping with its sentence embeddings)."""
     try:
@@ -188,12 +158,15 @@ def _checked_texts(texts: Sequence[str]) -> list[str]:
 
 
 def _read(path: Path, n: int) -> np.ndarray | None:
-    """A cached array, or None when the file is unreadable or has the wrong number of rows."""
+    """A cached array, or None (said in one line) when the file is unreadable (truncated, corrupt)
+    or not an ``(n, dim)`` float32 array: the caller encodes again and overwrites it."""
     try:
         array = np.load(path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError) as exc:
+        report_damaged(path, f"unreadable embedding cache entry ({exc})", "encoding again")
         return None
     if array.ndim != 2 or array.shape[0] != n or array.dtype != np.float32:
+        report_damaged(path, f"{array.dtype} array of shape {array.shape}, expected ({n}, dim) float32", "encoding again")
         return None
     return array
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import ConfigError, DataFormatError, DataMissingError, check_positive_int
 from ..hashing import stable_hash, texts_hash
-from ..io import atomic_write_json, read_json
+from ..io import atomic_write_json, read_json, report_damaged
 from ..progress import progress_bar
 
 STORE_FILE = "store.json"
@@ -89,6 +89,10 @@ def write_store(
     meta = _read_meta(folder) if (folder / STORE_FILE).is_file() else None
     if meta is not None and meta["fingerprint"] != fingerprint:
         raise ConfigError(f"{folder} holds another store (fingerprint {meta['fingerprint']}, asked for {fingerprint})")
+    problem = _damage(folder, meta) if meta is not None else None
+    if problem is not None:  # a file of the interrupted write was truncated: its rows cannot be trusted
+        report_damaged(folder, problem, "writing the store again from its first row")
+        meta = None
     if meta is None:
         probe = np.asarray(encode([next(iter(columns.values()))[0]] if len(ids) else []))
         dim = int(probe.shape[1]) if probe.ndim == 2 else 0
@@ -140,6 +144,9 @@ class EmbeddingStore:
         unfinished = {k: v for k, v in meta["rows_done"].items() if v != meta["n"]}
         if unfinished:
             raise ConfigError(f"the store {self.path} is unfinished (rows written: {unfinished} of {meta['n']})")
+        problem = _damage(self.path, meta)
+        if problem is not None:
+            raise DataFormatError(self.path, None, "an embedding store whose files hold every row", problem)
         self.meta = meta
         self.columns: list[str] = list(meta["columns"])
         self.fingerprint: str = meta["fingerprint"]
@@ -182,6 +189,23 @@ def _read_meta(folder: Path) -> dict[str, Any]:
     if missing:
         raise DataFormatError(f"{path}: line 1: expected the keys {sorted(missing)} of an embedding store")
     return meta
+
+
+def _damage(folder: Path, meta: dict[str, Any]) -> str | None:
+    """What is wrong with a store's files (None: nothing): the ids or a column file missing, unreadable
+    or not of the size its ``n`` rows of ``dim`` fp16 values need."""
+    expected = {IDS_FILE: (meta["n"],), **{f"{name}.npy": (meta["n"], meta["dim"]) for name in meta["columns"]}}
+    for name, shape in expected.items():
+        path = folder / name
+        try:
+            array = np.load(path, mmap_mode="r")
+        except FileNotFoundError:
+            return f"{name} is missing"
+        except (OSError, ValueError, EOFError) as exc:  # numpy refuses a file shorter than its header says
+            return f"{name} is unreadable ({exc})"
+        if array.shape != shape:
+            return f"{name} holds shape {array.shape}, expected {shape}"
+    return None
 
 
 def _data_offset(path: Path) -> int:

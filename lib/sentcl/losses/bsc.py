@@ -267,7 +267,9 @@ class ComboLoss(BatchSoftmaxContrastiveLoss):
         mse = cosine_mse_loss(embeddings[0], embeddings[1], labels)
         if mu == 0.0:
             return mse
-        return mu * self.bsc(embeddings, labels) + (1 - mu) * mse
+        terms = {"mu BSC": mu * self.bsc(embeddings, labels), "(1-mu) MSE": (1 - mu) * mse}
+        self.note_terms(**terms)
+        return terms["mu BSC"] + terms["(1-mu) MSE"]
 
 
 class TripletLoss(SentclLoss):

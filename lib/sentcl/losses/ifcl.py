@@ -234,17 +234,19 @@ class IFCLLoss(SentclLoss):
             raise ConfigError("the Twin loss needs the fraternal twins: give a third column or set twin_weight=0")
         h, h_identical, *fraternal = embeddings
         queue, weights = self.queue.contents()
-        loss = queue_infonce_loss(h, h_identical, queue, weights, temperature=self.temperature)
+        terms = {"InfoNCE identical": queue_infonce_loss(h, h_identical, queue, weights, temperature=self.temperature)}
         if fraternal:
-            loss = loss + queue_infonce_loss(h, fraternal[0], queue, weights, temperature=self.temperature)
+            terms["InfoNCE fraternal"] = queue_infonce_loss(h, fraternal[0], queue, weights, temperature=self.temperature)
         if self.twin_weight:
             if margins is None:
                 raise ConfigError("the Twin loss needs the margins M_i, computed from the batch's tokens in "
                                   "IFCLLoss.forward: train without gradient caching or several processes")
-            loss = loss + self.twin_weight * twin_loss(h, h_identical, fraternal[0], margins)
+            terms["Twin"] = self.twin_weight * twin_loss(h, h_identical, fraternal[0], margins)
         if self.training:
             self.queue.push(h_identical)
-        return loss
+        if len(terms) > 1:
+            self.note_terms(**terms)
+        return sum(terms.values())  # type: ignore[return-value]
 
     def get_config_dict(self) -> dict[str, Any]:
         return {

@@ -108,16 +108,33 @@ def regulator_loss(
         scale: multiplies the cosine inside every exp.
         hard_negatives: extra candidates of the Eq. 1 term only (the NLI contradictions).
     """
+    eq1, regulators = regulator_terms(queries, indexes, augmented_queries, augmented_indexes, scale=scale,
+                                      hard_negatives=hard_negatives)
+    return eq1 + regulators
+
+
+def regulator_terms(
+    queries: Tensor,
+    indexes: Tensor,
+    augmented_queries: Sequence[Tensor],
+    augmented_indexes: Sequence[Tensor],
+    *,
+    scale: float,
+    hard_negatives: Sequence[Tensor] = (),
+) -> tuple[Tensor, Tensor]:
+    """The two parts of Eq. 3 (:func:`regulator_loss`, same arguments): its Eq. 1 term and the sum of its
+    2N contrastive regulators (0 without entropy models)."""
     scale = check_scale(scale)
     if len(augmented_queries) != len(augmented_indexes):
         raise ConfigError(
             f"one augmented query and one augmented index set per entropy model: got "
             f"{len(augmented_queries)} and {len(augmented_indexes)}"
         )
-    loss = entropy_loss(queries, indexes, hard_negatives, phi=0.0, scale=scale)
+    eq1 = entropy_loss(queries, indexes, hard_negatives, phi=0.0, scale=scale)
+    regulators = eq1.new_zeros(())
     n = len(augmented_queries)
     if n == 0:
-        return loss
+        return eq1, regulators
     m = len(queries)
     positives = torch.arange(m, device=queries.device).repeat(n)
     for trainable, augmented in ((queries, augmented_queries), (indexes, augmented_indexes)):
@@ -125,8 +142,8 @@ def regulator_loss(
         targets = F.normalize(torch.stack([t.detach() for t in augmented]).to(trainable.dtype), p=2, dim=-1)
         # all N regulators at once: scores[n, i, k] = scale * cos(trainable_i, Au^n_k)
         scores = scale * torch.einsum("id,nkd->nik", F.normalize(trainable, p=2, dim=-1), targets)
-        loss = loss + n * F.cross_entropy(scores.reshape(n * m, m), positives)  # the sum over n of each mean over i
-    return loss
+        regulators = regulators + n * F.cross_entropy(scores.reshape(n * m, m), positives)  # the sum over n of each mean over i
+    return eq1, regulators
 
 
 class EntropyLoss(SentclLoss):
@@ -178,9 +195,11 @@ class RegulatorLoss(SentclLoss):
             rows = [store.rows_of(ids) for store in self.stores]
             stacked = np.stack([s.array(c)[r] for c in ("query", "index") for s, r in zip(self.stores, rows)])
             augmented = list(torch.from_numpy(stacked).to(device=queries.device, dtype=torch.float32))
-        return regulator_loss(
+        eq1, regulators = regulator_terms(
             queries, indexes, augmented[:n], augmented[n:], scale=self.scale, hard_negatives=negatives
         )
+        self.note_terms(**{"Eq. 1": eq1, "regulators": regulators})
+        return eq1 + regulators
 
     def get_config_dict(self) -> dict[str, Any]:
         return {"scale": self.scale, "stores": [s.fingerprint for s in self.stores]}
@@ -193,4 +212,4 @@ def _no_labels(name: str, labels: Tensor | None, embeddings: list[Tensor]) -> No
         raise ConfigError(f"{name} expects (query, index[, hard negative...]) columns, got {len(embeddings)}")
 
 
-__all__ = ["EntropyLoss", "RegulatorLoss", "entropy_loss", "regulator_loss"]
+__all__ = ["EntropyLoss", "RegulatorLoss", "entropy_loss", "regulator_loss", "regulator_terms"]

@@ -48,7 +48,7 @@ import torch
 from torch import nn
 
 from sentcl.errors import ConfigError, DataFormatError
-from sentcl.io import atomic_directory, atomic_write_json, read_json
+from sentcl.io import atomic_directory, atomic_write_json, read_json, report_damaged
 
 TENSORS_FILE = "state.safetensors"
 TREE_FILE = "state.json"
@@ -79,7 +79,10 @@ def load_state(folder: str | Path, device: str | torch.device = "cpu") -> Any:
     for name in (TENSORS_FILE, TREE_FILE):
         if not (folder / name).is_file():
             raise DataFormatError(folder / name, None, "a checkpoint file written by sentcl's trainer", "no such file")
-    tensors = safetensors.torch.load_file(str(folder / TENSORS_FILE), device=str(device))
+    try:
+        tensors = safetensors.torch.load_file(str(folder / TENSORS_FILE), device=str(device))
+    except (safetensors.SafetensorError, OSError) as exc:  # truncated or corrupt
+        raise DataFormatError(folder / TENSORS_FILE, None, "a readable safetensors file", str(exc)) from None
     return _decode(read_json(folder / TREE_FILE, "JSON training state"), tensors, folder)
 
 
@@ -214,10 +217,15 @@ class TrainerState:
     stopped_early: bool = False
     done: bool = False
     losses: list[dict[str, Any]] = field(default_factory=list)
-    """Every ``log_steps`` steps: step, epoch, mean training loss since the previous entry, and the
-    learning rate of the entry's last step (of the first parameter group)."""
+    """Every ``log_steps`` steps: step, epoch, mean training loss since the previous entry, the
+    learning rate of the entry's last step (of the first parameter group), and for a loss with
+    several terms their means (``terms``)."""
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     """Every evaluation: step, epoch, the evaluator's metrics, ``train_loss`` since the previous one."""
+    terms_sum_since_log: dict[str, float] = field(default_factory=dict)
+    """The sums of the loss's terms (:attr:`sentcl.losses.SentclLoss.last_terms`) over the steps since the
+    last entry of :attr:`losses` (the count is that of :attr:`loss_since_log`); a checkpoint written
+    before terms were logged has none."""
     loss_since_log: RunningMean = field(default_factory=RunningMean)
     """The training losses of the steps since the last entry of :attr:`losses`."""
     loss_since_eval: RunningMean = field(default_factory=RunningMean)
@@ -269,6 +277,21 @@ def save_checkpoint(output_dir: str | os.PathLike, state: TrainerState, parts: d
     for old in checkpoints(output_dir)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return folder
+
+
+def load_newest_intact_checkpoint(
+    output_dir: str | os.PathLike, run_key: str, world_size: int
+) -> tuple[Path, TrainerState, dict[str, Any]] | None:
+    """The newest checkpoint in ``output_dir`` that loads (:func:`load_checkpoint`): its folder, state and
+    parts; None when there is none. A damaged one (a truncated or corrupt file) is said in one line and
+    removed, and the one before it tried: a resumed run never starts from garbage."""
+    for folder in reversed(checkpoints(output_dir)):
+        try:
+            return folder, *load_checkpoint(folder, run_key, world_size)
+        except DataFormatError as exc:
+            report_damaged(folder, str(exc), "removed; resuming from the checkpoint before it, if any")
+            shutil.rmtree(folder, ignore_errors=True)
+    return None
 
 
 def load_checkpoint(folder: Path, run_key: str, world_size: int) -> tuple[TrainerState, dict[str, Any]]:
@@ -350,12 +373,15 @@ def prune_best(output_dir: str | os.PathLike, best_step: int | None) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def write_finished(output_dir: str | os.PathLike, state: TrainerState, description: dict[str, Any]) -> None:
-    """Mark the run in ``output_dir`` finished (call it once its model is written): its final state
-    and ``description`` (what decides the model) in :data:`STATE_FILE`; then remove the checkpoints
-    and best weights, which the finished run no longer needs."""
+def write_finished(
+    output_dir: str | os.PathLike, state: TrainerState, description: dict[str, Any], health: dict[str, Any] | None = None
+) -> None:
+    """Mark the run in ``output_dir`` finished (call it once its model is written): its final state,
+    ``description`` (what decides the model) and ``health`` (:mod:`sentcl.training.health`) in
+    :data:`STATE_FILE`; then remove the checkpoints and best weights, which the finished run no
+    longer needs."""
     output_dir = Path(output_dir)
-    atomic_write_json(output_dir / STATE_FILE, {"state": state.to_dict(), "run": description})
+    atomic_write_json(output_dir / STATE_FILE, {"state": state.to_dict(), "run": description, "health": health})
     shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
     shutil.rmtree(output_dir / "best", ignore_errors=True)
 
@@ -375,6 +401,13 @@ def read_finished(output_dir: str | os.PathLike, run_key: str) -> TrainerState |
     return TrainerState.from_dict(saved["state"])
 
 
+def read_health(output_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """The health record of the finished run in ``output_dir`` (None: not finished, or finished
+    before health was recorded)."""
+    path = Path(output_dir) / STATE_FILE
+    return read_json(path, "the JSON state of a finished training run").get("health") if path.is_file() else None
+
+
 __all__ = [
     "CHECKPOINT_FORMAT",
     "STATE_FILE",
@@ -387,12 +420,14 @@ __all__ = [
     "latest_checkpoint",
     "load_best",
     "load_checkpoint",
+    "load_newest_intact_checkpoint",
     "load_loss_own_state",
     "load_state",
     "loss_own_state",
     "pack_plan",
     "prune_best",
     "read_finished",
+    "read_health",
     "rng_state",
     "save_best",
     "save_checkpoint",

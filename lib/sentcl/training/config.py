@@ -10,10 +10,11 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from sentcl.errors import ConfigError, check_choice, check_number, check_positive_int
+from sentcl.precision import PRECISIONS
 
 OPTIMIZERS = ("adamw", "adam")
 SCHEDULERS = ("linear", "constant_with_warmup", "constant")
-TRAINING_PRECISIONS = ("fp32", "bf16", "fp16")
+TRAINING_PRECISIONS = PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,9 @@ class TrainingConfig:
         ``max_grad_norm`` clips the global gradient norm (None: no clipping).
 
     Precision
-        ``"fp32"``, ``"bf16"`` (autocast) or ``"fp16"`` (autocast with a gradient scaler).
+        ``"fp32"``, ``"bf16"`` (autocast), ``"fp16"`` (autocast with a gradient scaler) or ``"auto"``
+        (fp32 on a CPU, bf16 or fp16 on a GPU: :func:`sentcl.precision.resolve_precision`); the trainer
+        resolves it on its device, and the resolved precision is part of the run's key.
 
     Evaluation, model selection, early stopping
         Evaluate every ``eval_fraction`` of an epoch (0.1: at 10 %, 20 %, … 100 %) or every

@@ -54,6 +54,7 @@ from sentcl.embeddings.store import EmbeddingStore, write_store
 from sentcl.errors import ConfigError, check_positive_int
 from sentcl.losses.rcl import EntropyLoss, RegulatorLoss
 from sentcl.models import fingerprint, load_encoder
+from sentcl.precision import resolve_precision
 from sentcl.training.callbacks import Callback
 from sentcl.training.config import TrainingConfig
 from sentcl.training.samplers import BatchSampler
@@ -140,16 +141,16 @@ def augmented_store(
     if len(data.columns) < 2:
         raise ConfigError(f"{data.name}: RCL needs (query, index[, hard negative]) columns, got {data.column_names}")
     texts = dict(zip(STORE_COLUMNS, list(data.columns.values())[:2]))
-    description = {"model": fingerprint(model), "precision": precision, "dtype": "float16"}
+    description = {"model": fingerprint(model), "precision": resolve_precision(precision, model.device), "dtype": "float16"}
     stage = Stage("augmented-embeddings", {**description, "data": data.fingerprint(), "columns": list(STORE_COLUMNS)})
     encode = embedder(model, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
-    folder = cache.get_or_build(
+    return cache.load_or_build(
         stage,
         lambda work: write_store(work, encode, data.ids, texts, description=description, chunk_rows=chunk_rows,
                                  show_progress=show_progress),
+        EmbeddingStore,
         resume=True,
     )
-    return EmbeddingStore(folder)
 
 
 @dataclass

@@ -53,8 +53,9 @@ from sentcl.data.records import TrainingData
 from sentcl.embeddings import encode as encode_texts
 from sentcl.errors import ConfigError
 from sentcl.hashing import stable_hash
-from sentcl.io import atomic_directory
+from sentcl.io import atomic_directory, atomic_path
 from sentcl.models import fingerprint
+from sentcl.precision import autocast, note_use, resolve_precision
 from sentcl.progress import progress_bar
 from sentcl.training import checkpoint, distributed
 from sentcl.training.callbacks import Callback
@@ -62,6 +63,7 @@ from sentcl.training.checkpoint import TrainerState
 from sentcl.training.config import TrainingConfig
 from sentcl.training.distributed import Processes
 from sentcl.training.gradcache import backward_through_chunks, chunk_features, embed_without_graph
+from sentcl.training.health import mean_cosine, probe_sentences, training_health
 from sentcl.training.optim import UncorrectedAdam
 from sentcl.training.samplers import BatchSampler, RandomBatchSampler
 
@@ -70,6 +72,8 @@ BATCH_EXTRAS = ("ids",)
 Evaluator = Callable[[SentenceTransformer], dict[str, float]]
 """``model -> {metric name: value}``, e.g. an STS evaluator on a dev set; called in evaluation mode."""
 _RESULT_ONLY = ("log_steps", "keep_checkpoints", "checkpoint_steps")
+PROBE_START_FILE = "probe_start.npy"
+"""The starting model's embeddings of the health probe, in the run's output folder."""
 """Options that do not change the trained model: left out of the run's key."""
 
 
@@ -88,9 +92,13 @@ class TrainingResult:
     losses: list[dict[str, Any]]
     resumed_from_step: int | None = None
     """The checkpoint this process continued from (None: it started afresh or found the run finished)."""
+    health: dict[str, Any] | None = None
+    """Did it train (:mod:`sentcl.training.health`): steps, learning rate, loss per term, cosine to its
+    start, ``active`` and ``reason``; None for a run finished before health was recorded."""
     run: dict[str, Any] | None = None
-    """What this call's training cost (``wall_time_s``, ``rows_trained_by_this_process``,
-    ``pairs_per_s``, ``processes``); None when the run was found finished and only loaded."""
+    """What this call's training was and cost (``precision``: the one its steps ran in, ``wall_time_s``,
+    ``rows_trained_by_this_process``, ``pairs_per_s``, ``processes``); None when the run was found
+    finished and only loaded."""
 
     @property
     def trained(self) -> bool:
@@ -174,12 +182,15 @@ class Trainer:
         self.name = name
         self.show_progress = show_progress
         self.procs = Processes(device=model.device)
+        self.precision = resolve_precision(self.config.precision, model.device)
+        """The precision the steps run in: ``config.precision`` resolved on the model's device."""
         self.scaler: torch.amp.GradScaler | None = None
         self.state: TrainerState | None = None
         self.output_dir: Path | None = None
         self._initial_fingerprint: str | None = None
         self._plan: list[np.ndarray] | None = None
         self._groups: list[dict[str, Any]] | None = None  # optimizer parameter groups, set up by train()
+        self._step_terms: dict[str, float] = {}  # the loss's terms of the last optimizer step
         self._trained = False
 
     # ------------------------------------------------------------------ identity
@@ -190,8 +201,9 @@ class Trainer:
         if self._initial_fingerprint is None:
             self._initial_fingerprint = fingerprint(self.model)
         get_config = getattr(self.loss, "get_config_dict", None)
+        config = {k: v for k, v in self.config.to_dict().items() if k not in _RESULT_ONLY}
         return {
-            "config": {k: v for k, v in self.config.to_dict().items() if k not in _RESULT_ONLY},
+            "config": config | {"precision": self.precision},
             "loss": {
                 "class": f"{type(self.loss).__module__}.{type(self.loss).__qualname__}",
                 "options": get_config() if get_config is not None else None,
@@ -217,8 +229,8 @@ class Trainer:
         cache = cache or ArtifactCache()
         stage = self.stage(stage_name, upstream)
         built: list[TrainingResult] = []
-        folder = cache.get_or_build(stage, lambda work: built.append(self.train(work)), resume=True)
-        result = self.train(folder)  # the finished run, from its final folder
+        # the finished run is loaded from its final folder; one that does not load is trained again
+        result = cache.load_or_build(stage, lambda work: built.append(self.train(work)), self.train, resume=True)
         if built:  # this call trained it: say what that cost
             result.run, result.resumed_from_step = built[0].run, built[0].resumed_from_step
         return result
@@ -235,18 +247,21 @@ class Trainer:
             self.state = finished
             model = SentenceTransformer(str(self.output_dir / "model"), device=str(self.model.device))
             self.model.load_state_dict(model.state_dict())
-            return self._result(None)
+            return self._result(None, health=checkpoint.read_health(self.output_dir))
         if self._trained:
             raise ConfigError("this Trainer has trained its model already: build a new Trainer (and model) for another run")
         started = time.perf_counter()
         resumed_from = self._prepare(run_key)
         rows = self._loop()
-        self._finish()
+        health = self._finish()
         self._trained = True
         seconds = time.perf_counter() - started
+        note_use("training runs", self.precision, self.procs.device)
         return self._result(
             resumed_from,
+            health=health,
             run={
+                "precision": self.precision,
                 "wall_time_s": round(seconds, 3),
                 "rows_trained_by_this_process": rows,
                 "pairs_per_s": round(rows / seconds, 3) if seconds > 0 else None,
@@ -265,8 +280,12 @@ class Trainer:
         self.loss.train()
         for p in self._params:
             p.grad = None
-        values = [self._backward(np.asarray(rows, dtype=np.int64), 1.0 / len(batches)) for rows in batches]
+        values, terms = [], []
+        for rows in batches:
+            values.append(self._backward(np.asarray(rows, dtype=np.int64), 1.0 / len(batches)))
+            terms.append(dict(getattr(self.loss, "last_terms", {})))
         self._reduce_gradients()
+        self._step_terms = {name: sum(t.get(name, 0.0) for t in terms) / len(terms) for name in terms[0]}
         return sum(values) / len(values)
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, precision: str = "auto") -> np.ndarray:
@@ -297,6 +316,7 @@ class Trainer:
         if self.procs.distributed:
             self.model.to(self.procs.device)
             self.loss.to(self.procs.device)
+            self.precision = resolve_precision(self.config.precision, self.procs.device)
         embeds_itself = self.procs.distributed or self.config.gradient_cache_chunk is not None
         if embeds_itself and not callable(getattr(self.loss, "compute_loss_from_embeddings", None)):
             raise ConfigError(
@@ -312,8 +332,11 @@ class Trainer:
         self.model.train()
         self.loss.train()
         self.optimizer = self._build_optimizer()
-        self.scaler = torch.amp.GradScaler(self.procs.device.type) if cfg.precision == "fp16" else None
-        latest = checkpoint.latest_checkpoint(self.output_dir)
+        self.scaler = torch.amp.GradScaler(self.procs.device.type) if self.precision == "fp16" else None
+        latest = checkpoint.load_newest_intact_checkpoint(self.output_dir, run_key, self.procs.world_size)
+        if latest is None and self.procs.is_main:  # where the model starts: what its health is measured from
+            with atomic_path(self.output_dir / PROBE_START_FILE) as tmp, open(tmp, "wb") as fh:
+                np.save(fh, self._probe())
         if latest is None:
             self._plan = self._plan_epoch()
             steps_per_epoch = cfg.optimizer_steps(len(self._plan))
@@ -322,7 +345,7 @@ class Trainer:
             self.scheduler = self._build_scheduler(total)
             resumed_from = None
         else:
-            resumed_from = self._restore(latest, run_key)
+            resumed_from = self._restore(*latest)
         for cb in self.callbacks:
             cb.on_train_begin(self)
         return resumed_from
@@ -372,8 +395,8 @@ class Trainer:
             plan = self.sampler.epoch_batches(self.data, self.config.batch_size, encode)
         return distributed.broadcast(plan, self.procs)
 
-    def _restore(self, folder: Path, run_key: str) -> int:
-        self.state, tree = checkpoint.load_checkpoint(folder, run_key, self.procs.world_size)
+    def _restore(self, folder: Path, state: TrainerState, tree: dict[str, Any]) -> int:
+        self.state = state
         self.model.load_state_dict(tree["model"])
         checkpoint.load_loss_own_state(self.loss, self.model, tree["loss"], folder)
         # the scheduler first: building it sets the groups' learning rate to that of step 0, which
@@ -421,6 +444,8 @@ class Trainer:
                     st.global_step += 1
                     st.loss_since_log.add(value)
                     st.loss_since_eval.add(value)
+                    for term, term_value in self._step_terms.items():
+                        st.terms_sum_since_log[term] = st.terms_sum_since_log.get(term, 0.0) + term_value
                     progress = st.epoch + st.batches_done / len(plan)
                     epoch_end = st.batches_done == len(plan)
                     last = st.global_step >= st.total_steps or (epoch_end and st.epoch + 1 == cfg.epochs)
@@ -518,11 +543,7 @@ class Trainer:
         return {k: v.to(self.procs.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
 
     def _autocast(self):
-        precision = self.config.precision
-        if precision == "fp32":
-            return contextlib.nullcontext()
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-        return torch.autocast(device_type=self.procs.device.type, dtype=dtype)
+        return autocast(self.precision, self.procs.device)
 
     def _scaled_backward(self, value: torch.Tensor) -> None:
         (self.scaler.scale(value) if self.scaler is not None else value).backward()
@@ -531,12 +552,16 @@ class Trainer:
 
     def _log(self, progress: float, bar: tqdm, pairs_per_s: float) -> None:
         st = self.state
+        steps = st.loss_since_log.count
         entry = {
             "step": st.global_step,
             "epoch": round(progress, 6),
             "loss": st.loss_since_log.take(),
             "lr": self._last_lr,
         }
+        if st.terms_sum_since_log:
+            entry["terms"] = {term: total / steps for term, total in st.terms_sum_since_log.items()}
+            st.terms_sum_since_log = {}
         st.losses.append(entry)
         bar.set_postfix(loss=f"{entry['loss']:.4f}", lr=f"{entry['lr']:.2e}", pairs_per_s=f"{pairs_per_s:.1f}")
 
@@ -586,20 +611,32 @@ class Trainer:
             checkpoint.prune_best(self.output_dir, self.state.best_step)
         distributed.barrier(self.procs)
 
-    def _finish(self) -> None:
+    def _finish(self) -> dict[str, Any] | None:
+        """Write the run's model and its finished state with its health (returned; None off the main process)."""
         st = self.state
         if st.best_step is not None:
             self.model.load_state_dict(checkpoint.load_best(self.output_dir, st.best_step))
         distributed.barrier(self.procs)
+        health = None
         if self.procs.is_main:
             with atomic_directory(self.output_dir / "model") as tmp:
                 self.model.save(str(tmp), create_model_card=False)
-            checkpoint.write_finished(self.output_dir, st, self.describe())
+            start = self.output_dir / PROBE_START_FILE
+            moved = mean_cosine(self._probe(), np.load(start)) if start.is_file() else None
+            health = training_health(self.config, st.total_steps, st.global_step, st.losses, moved)
+            checkpoint.write_finished(self.output_dir, st, self.describe(), health)
         for cb in self.callbacks:
             cb.on_train_end(self)
         distributed.barrier(self.procs)
+        return health
 
-    def _result(self, resumed_from: int | None, run: dict[str, Any] | None = None) -> TrainingResult:
+    def _probe(self) -> np.ndarray:
+        """The current model's fp32 embeddings of the health probe (:func:`sentcl.training.health.probe_sentences`)."""
+        return self.encode(list(probe_sentences()), precision="fp32")
+
+    def _result(
+        self, resumed_from: int | None, run: dict[str, Any] | None = None, health: dict[str, Any] | None = None
+    ) -> TrainingResult:
         st = self.state
         return TrainingResult(
             output_dir=self.output_dir,
@@ -612,6 +649,7 @@ class Trainer:
             evaluations=[dict(e) for e in st.evaluations],
             losses=[dict(e) for e in st.losses],
             resumed_from_step=resumed_from,
+            health=health,
             run=run,
         )
 

@@ -1,0 +1,116 @@
+"""Did a model train? The health of a training run: steps, learning rate, loss per term, distance moved.
+
+A model that did not move is no evidence about the objective that trained it: a comparison resting on
+it compares its starting point. Every finished run of :class:`~sentcl.training.Trainer` gets a health
+record (in ``trainer_state.json``, in :attr:`~sentcl.training.TrainingResult.health` and in the run
+record a chapter writes), with
+
+``planned_steps``, ``trained_steps``
+    the optimizer steps the schedule was built for and those taken (early stopping ends a run sooner);
+``peak_lr``, ``max_lr``, ``final_lr``
+    the schedule's highest learning rate over the planned steps, the highest one a taken step used,
+    and the last step's (the model's parameter groups; a loss's own groups, e.g. a trainable
+    temperature, may differ);
+``steps_at_half_peak``, ``share_at_half_peak``
+    the taken steps whose rate was at least half the peak, and their share of the planned steps (a
+    whole run with 10 % linear warm-up and linear decay spends 50 % of its steps there);
+``loss_start``, ``loss_end``
+    the mean training loss of the first and of the last logged window (``log_steps`` steps), with the
+    loss's terms where its objective has several (``{"loss": ..., "Eq. 1": ..., "regulators": ...}``:
+    each term's contribution to the loss, so that the terms add up to it);
+``start_cosine``
+    the mean cosine, over the :func:`probe_sentences`, between the embeddings of the trained model
+    (the one the run returns: the best evaluation's weights under model selection) and those of the
+    model it started from, both in fp32;
+``active``, ``reason``
+    False with the reasons when the run cannot count as evidence: it barely moved
+    (``start_cosine`` ≥ :data:`STILL_COSINE`), its loss was already about zero at the first logged
+    window (≤ :data:`SOLVED_LOSS`: the objective was solved before training began), or fewer than
+    :data:`MIN_SHARE_AT_HALF_PEAK` of its planned steps ran at half its peak rate or more (it stopped
+    inside its warm-up, say).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..data.registry import load, samples_root
+from .config import TrainingConfig
+
+STILL_COSINE = 0.999
+"""A model whose embeddings keep a mean cosine of at least this to its start's barely moved."""
+SOLVED_LOSS = 1e-3
+"""A loss at or below this at the first logged window: the objective had nothing left to teach."""
+MIN_SHARE_AT_HALF_PEAK = 0.2
+"""The share of planned steps a run must spend at ≥ half its peak learning rate (a full linear run: 0.5)."""
+PROBE_SIZE = 128
+
+
+@functools.lru_cache(maxsize=1)
+def probe_sentences() -> tuple[str, ...]:
+    """The fixed probe on which every model's movement is measured: the first :data:`PROBE_SIZE`
+    distinct sentences of the project's sample STS-B (train, dev, test; ``data/samples``, shipped with
+    the package), the same for every profile and every data root."""
+    texts: list[str] = []
+    for split in ("train", "dev", "test"):
+        pairs = load("stsbenchmark", split, samples_root())
+        texts += [*pairs.sentences1, *pairs.sentences2]
+    return tuple(list(dict.fromkeys(texts))[:PROBE_SIZE])
+
+
+def mean_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """The mean over rows of the cosine between ``a[i]`` and ``b[i]``."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norms = np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+    return float(((a * b).sum(axis=1) / norms).mean())
+
+
+def training_health(
+    config: TrainingConfig,
+    planned_steps: int,
+    trained_steps: int,
+    losses: Sequence[dict[str, Any]],
+    start_cosine: float | None,
+) -> dict[str, Any]:
+    """The health record of a run (module doc): ``config`` and ``planned_steps`` give its schedule,
+    ``losses`` its log entries (``{"step", "loss", "terms"?}``), ``start_cosine`` how far it moved."""
+    schedule = config.schedule(planned_steps)
+    factors = np.array([schedule(s) for s in range(planned_steps)], dtype=np.float64)
+    taken = factors[:trained_steps]
+    peak = float(factors.max()) if len(factors) else 0.0
+    at_half = int((taken >= 0.5 * peak).sum()) if peak > 0 else 0
+    share = at_half / planned_steps if planned_steps else 0.0
+    lr = config.learning_rate
+    health: dict[str, Any] = {
+        "planned_steps": int(planned_steps),
+        "trained_steps": int(trained_steps),
+        "peak_lr": lr * peak,
+        "max_lr": lr * float(taken.max()) if len(taken) else 0.0,
+        "final_lr": lr * float(taken[-1]) if len(taken) else 0.0,
+        "steps_at_half_peak": at_half,
+        "share_at_half_peak": round(share, 4),
+        "loss_start": _window(losses[0]) if losses else None,
+        "loss_end": _window(losses[-1]) if losses else None,
+        "start_cosine": start_cosine,
+    }
+    reasons = []
+    if start_cosine is not None and start_cosine >= STILL_COSINE:
+        reasons.append(f"barely moved: mean cosine {start_cosine:.5f} to its start (>= {STILL_COSINE})")
+    if losses and losses[0]["loss"] is not None and losses[0]["loss"] <= SOLVED_LOSS:
+        reasons.append(f"loss {losses[0]['loss']:.2g} at step {losses[0]['step']}: the objective was already solved")
+    if share < MIN_SHARE_AT_HALF_PEAK:
+        reasons.append(f"{at_half} of {planned_steps} planned steps at >= half the peak learning rate "
+                       f"({share:.0%} < {MIN_SHARE_AT_HALF_PEAK:.0%})")
+    return health | {"active": not reasons, "reason": "; ".join(reasons)}
+
+
+def _window(entry: dict[str, Any]) -> dict[str, Any]:
+    """A log entry's loss and terms: ``{"step", "loss", <term>: ...}``."""
+    return {"step": entry["step"], "loss": entry["loss"], **entry.get("terms", {})}
+
+
+__all__ = ["MIN_SHARE_AT_HALF_PEAK", "SOLVED_LOSS", "STILL_COSINE", "mean_cosine", "probe_sentences", "training_health"]

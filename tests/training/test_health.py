@@ -1,0 +1,96 @@
+"""Did it train? The health record of a run (sentcl.training.health): hand-worked schedules, a model that
+did not move, a solved objective, a run stopped inside its warm-up, and the loss's terms in the log."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sentcl.artifacts import ArtifactCache
+from sentcl.data import TrainingData
+from sentcl.data.registry import load, samples_root
+from sentcl.losses import ComboLoss, MultipleNegativesRankingLoss
+from sentcl.models import tiny_model
+from sentcl.training import Trainer, TrainingConfig
+from sentcl.training.health import SOLVED_LOSS, mean_cosine, probe_sentences, training_health
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
+
+
+def _losses(*values, every=10):
+    return [{"step": every * (k + 1), "loss": v} for k, v in enumerate(values)]
+
+
+def test_a_whole_linear_run_spends_half_its_steps_at_half_the_peak_rate():
+    """100 planned steps, 10 warm-up: factor s/10 for s < 10, then (100 - s)/90; >= 0.5 for s in [5, 55]: 51 steps."""
+    config = TrainingConfig(learning_rate=2e-5, warmup_ratio=0.1)
+    health = training_health(config, 100, 100, _losses(2.0, 1.0), start_cosine=0.95)
+    assert health["steps_at_half_peak"] == 51 and health["share_at_half_peak"] == 0.51
+    assert health["peak_lr"] == pytest.approx(2e-5) and health["max_lr"] == pytest.approx(2e-5)
+    assert health["final_lr"] == pytest.approx(2e-5 * 1 / 90)
+    assert health["loss_start"] == {"step": 10, "loss": 2.0} and health["loss_end"] == {"step": 20, "loss": 1.0}
+    assert health["active"] and health["reason"] == ""
+
+
+def test_a_run_stopped_inside_its_warm_up_is_inactive():
+    """RCL's entropy models in the paper profile: 6 of 4,968 planned steps, warm-up over 497 (factors 0 ... 0.010)."""
+    config = TrainingConfig(learning_rate=2e-5, warmup_ratio=0.1)
+    health = training_health(config, 4968, 6, _losses(0.5, every=6), start_cosine=1.0)
+    assert health["steps_at_half_peak"] == 0 and health["max_lr"] == pytest.approx(2e-5 * 5 / 497)
+    assert not health["active"]
+    assert "barely moved: mean cosine 1.00000" in health["reason"] and "0 of 4968 planned steps" in health["reason"]
+
+
+@pytest.mark.parametrize(("cosine", "loss", "steps", "inactive_because"), [
+    (0.9989, 1.0, 100, None),
+    (0.999, 1.0, 100, "barely moved"),  # the threshold itself is still
+    (0.95, SOLVED_LOSS, 100, "already solved"),
+    (0.95, 1.0, 30, "planned steps at >= half the peak"),  # 30 of 300 planned steps, all in the warm-up: 15 at half (5 %)
+])
+def test_each_reason_alone(cosine, loss, steps, inactive_because):
+    config = TrainingConfig(learning_rate=1e-4, warmup_ratio=0.1)
+    health = training_health(config, 100 if steps != 30 else 300, steps, _losses(loss, 0.5), start_cosine=cosine)
+    if inactive_because is None:
+        assert health["active"], health["reason"]
+    else:
+        assert not health["active"] and inactive_because in health["reason"] and health["reason"].count(";") == 0
+
+
+def test_mean_cosine_is_rowwise():
+    a = np.array([[1.0, 0.0], [0.0, 2.0]])
+    assert mean_cosine(a, np.array([[2.0, 0.0], [0.0, -1.0]])) == pytest.approx(0.0)  # (1 + -1) / 2
+    assert mean_cosine(a, a * 3) == pytest.approx(1.0)
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return TrainingData.from_record(load("snli", "train", samples_root()).with_label("entailment"), labels=False)
+
+
+def test_a_trained_run_records_its_health_and_a_still_one_says_it_did_not_move(tmp_path, pairs):
+    cache = ArtifactCache(tmp_path)
+    moved = Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, TrainingConfig(batch_size=8, learning_rate=1e-3,
+                    log_steps=2), show_progress=False).train_cached(cache)
+    assert moved.health["active"] and moved.health["trained_steps"] == moved.health["planned_steps"] == 15
+    assert moved.health["start_cosine"] < 0.999 and moved.health["loss_start"]["step"] == 2
+    still = Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, TrainingConfig(batch_size=8, learning_rate=1e-9),
+                    show_progress=False).train_cached(cache)
+    assert not still.health["active"] and still.health["start_cosine"] > 0.99999 and "barely moved" in still.health["reason"]
+    again = Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, TrainingConfig(batch_size=8, learning_rate=1e-9),
+                    show_progress=False).train_cached(cache)
+    assert not again.trained and again.health == still.health  # read back with the cached run
+    assert len(probe_sentences()) == 128 and len(set(probe_sentences())) == 128
+
+
+def test_the_terms_of_an_objective_are_logged_and_add_up_to_its_loss(tmp_path):
+    """BSC's combo (μ·BSC + (1 − μ)·MSE): each log entry holds the mean of each term, which add up to the loss."""
+    record = load("stsbenchmark", "train", samples_root())
+    data = TrainingData.from_record(record, labels=True)
+    data = TrainingData(data.columns, data.labels / 5.0, name=data.name)  # gold scores as target similarities in [0, 1]
+    trainer = Trainer(tiny_model(0), lambda m: ComboLoss(m, temperature=0.1, mu=0.5, threshold=0.6), data,
+                      TrainingConfig(batch_size=8, learning_rate=1e-3, log_steps=3), show_progress=False)
+    result = trainer.train(tmp_path)
+    for entry in result.losses:
+        assert set(entry["terms"]) == {"mu BSC", "(1-mu) MSE"}
+        assert sum(entry["terms"].values()) == pytest.approx(entry["loss"], rel=1e-5)
+    assert set(result.health["loss_start"]) == {"step", "loss", "mu BSC", "(1-mu) MSE"}
