@@ -237,7 +237,7 @@ def _hub_cache_snapshot(repo_id: str) -> str | None:
 
     try:
         return snapshot_download(repo_id, local_files_only=True)
-    except Exception:  # LocalEntryNotFoundError and friends: not cached
+    except (OSError, ValueError):  # LocalEntryNotFoundError: not cached; HFValidationError: not a hub id
         return None
 
 

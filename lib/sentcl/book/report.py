@@ -99,8 +99,8 @@ def compare(
     merged["delta"] = merged["value"] - merged["paper_value"]
     merged["points"] = merged["delta"] * 100.0 / merged["scale"]
     merged["status"] = merged["kind"].where(merged["_merge"] != "left_only", "cited")
-    merged["judged"] = [judged(p, s) for p, s in zip(merged["profile"], merged["status"])]
-    merged["agreement"] = [agreement(p, thresholds) if j else None for p, j in zip(merged["points"], merged["judged"])]
+    merged["judged"] = [judged(p, s) for p, s in zip(merged["profile"], merged["status"], strict=True)]
+    merged["agreement"] = [agreement(p, thresholds) if j else None for p, j in zip(merged["points"], merged["judged"], strict=True)]
     merged = merged.drop(columns="_merge")
     return _in_paper_order(merged, paper, ours)
 
@@ -114,9 +114,9 @@ def _in_paper_order(merged: pd.DataFrame, paper: pd.DataFrame, ours: pd.DataFram
         return {k: i for i, k in reversed(list(enumerate(keys)))}
 
     table = first(seen["table"])
-    row = first(zip(seen["table"], seen["row"]))
-    column = first(zip(seen["table"], seen["column"]))
-    rank = [(table[t], row[(t, r)], column[(t, c)]) for t, r, c in zip(merged["table"], merged["row"], merged["column"])]
+    row = first(zip(seen["table"], seen["row"], strict=True))
+    column = first(zip(seen["table"], seen["column"], strict=True))
+    rank = [(table[t], row[(t, r)], column[(t, c)]) for t, r, c in zip(merged["table"], merged["row"], merged["column"], strict=True)]
     return merged.iloc[sorted(range(len(merged)), key=rank.__getitem__)].reset_index(drop=True)
 
 
@@ -137,7 +137,7 @@ def comparison_frame(compared: pd.DataFrame, table: str) -> pd.DataFrame:
         cells = part[part["row"] == row]
         for line, col in (("paper", "paper_value"), ("ours", "value"), ("Δ", "delta")):
             if cells[col].notna().any():
-                lines[(row, line)] = dict(zip(cells["column"], cells[col]))
+                lines[(row, line)] = dict(zip(cells["column"], cells[col], strict=True))
     frame = pd.DataFrame.from_dict(lines, orient="index", columns=columns)
     frame.index = pd.MultiIndex.from_tuples(frame.index, names=["model", "line"])
     return frame
@@ -205,7 +205,7 @@ def comparison_table(
             labels.append(f"ours · {what}" + (f" · {seeds} seeds" if seeds > 1 else ""))
         else:
             labels.append("Δ")
-        for col, cell in zip(frame.columns, cells):
+        for col, cell in zip(frame.columns, cells, strict=True):
             if cell is None:
                 continue
             digits = 2 if cell.scale == 100 else 3
@@ -220,7 +220,7 @@ def comparison_table(
             if line in ("ours", "Δ") and cell.judged and cell.agreement in COLOURS:
                 css.loc[(row, line), col] = f"background-color: {COLOURS[cell.agreement]}; color: #111"
     text.index = pd.MultiIndex.from_tuples(
-        [(row, label) for (row, _), label in zip(frame.index, labels)], names=["model", ""]
+        [(row, label) for (row, _), label in zip(frame.index, labels, strict=True)], names=["model", ""]
     )
     css.index = text.index
     styler = (
@@ -277,7 +277,7 @@ def legend(part: pd.DataFrame, thresholds: Sequence[float] = THRESHOLDS) -> list
     for data in dict.fromkeys(done["data"].dropna()):
         if data:
             items.append(f"Data: {public_text(data)}.")
-    for row, note in dict.fromkeys(zip(done["row"], done["note"].fillna(""))):
+    for row, note in dict.fromkeys(zip(done["row"], done["note"].fillna(""), strict=True)):
         if note:
             items.append(f"{row}: {public_text(note)}")
     return items
@@ -339,7 +339,7 @@ def averages_chart(
         hatch=["//" if s else "" for s in sample] if sample.any() else None,
     )
     digits = 2 if float(cells["scale"].iloc[0]) == 100 else 3
-    for yi, (p, o) in enumerate(zip(paper_vals, ours_vals)):
+    for yi, (p, o) in enumerate(zip(paper_vals, ours_vals, strict=True)):
         for v, off in ((p, -h / 2), (o, h / 2)):
             if not math.isnan(v):
                 ax.text(v, yi + off, f" {v:.{digits}f}", va="center", fontsize=7)

@@ -315,7 +315,7 @@ def _read_csv(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[st
                 continue
             if len(rec) != len(columns):
                 raise DataFormatError(path, line, f"{len(columns)} fields", f"{len(rec)} fields: {','.join(rec)}")
-            yield line, dict(zip(columns, rec))
+            yield line, dict(zip(columns, rec, strict=True))
 
 
 def _number(path: Path, line: int, name: str, text: str) -> float:

@@ -344,7 +344,7 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
             (o.chapter, o.status, pages.duration(o.wall_time_s), "-" if o.peak_memory_mb is None else f"{o.peak_memory_mb:.0f} MiB", str(shown))
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     text.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(text)
 
@@ -352,8 +352,8 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
 # --------------------------------------------------------------------------- command
 
 
-def register(subparsers, name: str, help: str) -> None:  # noqa: A002 - argparse's word
-    p = subparsers.add_parser(name, help=help, description=__doc__.split("\n\n")[0])
+def register(subparsers, name: str, summary: str) -> None:
+    p = subparsers.add_parser(name, help=summary, description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", choices=PROFILES, default="demo", help="parameter set: smoke, demo (default) or paper")
     p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(CHAPTERS)})")
     p.add_argument("--data-dir", help="the data root (default: $SENTCL_DATA; demo falls back to data/samples)")

@@ -151,7 +151,7 @@ class LabelledPairs(_Record):
 
     def label_counts(self) -> dict[str, int]:
         counts = np.bincount(self.labels, minlength=len(self.label_names))
-        return {name: int(c) for name, c in zip(self.label_names, counts)}
+        return {name: int(c) for name, c in zip(self.label_names, counts, strict=True)}
 
     def with_label(self, label: str) -> LabelledPairs:
         """Only the rows with this label (e.g. NLI entailment pairs)."""

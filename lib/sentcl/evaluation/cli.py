@@ -52,8 +52,8 @@ def _sts_task_name(name: str) -> str:
     return canonical
 
 
-def register(subparsers, name: str = "evaluate", help: str = "evaluate a sentence encoder (STS, retrieval)") -> None:
-    parser = subparsers.add_parser(name, help=help, description=help)
+def register(subparsers, name: str = "evaluate", summary: str = "evaluate a sentence encoder (STS, retrieval)") -> None:
+    parser = subparsers.add_parser(name, help=summary, description=summary)
     sub = parser.add_subparsers(dest="evaluate_command", metavar="COMMAND")
     sub.required = True
 
@@ -129,7 +129,7 @@ def _embedder(args: argparse.Namespace):
 
 def _table(rows: list[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in rows)
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -153,9 +153,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _write(args: argparse.Namespace, scores: dict, details: dict) -> None:
-    for (option, path), content in zip(_outputs(args), (scores, details)):
+    content = {"--json": scores, "--details": details}
+    for option, path in _outputs(args):
         try:
-            atomic_write_json(path, content)
+            atomic_write_json(path, content[option])
         except OSError as exc:
             raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 

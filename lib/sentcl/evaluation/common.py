@@ -10,6 +10,7 @@ that occurs in many pairs (STS16, SICK) is encoded once and always gets the same
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -59,7 +60,7 @@ def embed_groups(embed: Embed, groups: Sequence[Sequence[str]]) -> list[np.ndarr
     """
     vectors, index = embed_unique(embed, [text for group in groups for text in group])
     bounds = np.cumsum([0, *(len(group) for group in groups)])
-    return [vectors[index[start:stop]] for start, stop in zip(bounds[:-1], bounds[1:])]
+    return [vectors[index[start:stop]] for start, stop in itertools.pairwise(bounds)]
 
 
 def as_matrix(x: np.ndarray, name: str, rows: int | None = None) -> np.ndarray:

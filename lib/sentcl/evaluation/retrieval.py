@@ -132,7 +132,7 @@ def query_scores(
     ideal_discounts = 1.0 / np.log2(np.arange(2, len(ideal) + 2))
 
     out = {}
-    for name, (kind, k) in zip(metrics, parsed):  # keyed by the names as given
+    for name, (kind, k) in zip(metrics, parsed, strict=True):  # keyed by the names as given
         cut = math.inf if k is None else k
         within = rel_ranks <= cut
         if kind == "acc":
@@ -278,7 +278,7 @@ def rank_corpus(
     run: Run = {}
     for start in range(0, len(q), chunk):
         sims, hits = index.search(q[start : start + chunk], k)
-        for i, (s, h) in enumerate(zip(sims, hits)):
+        for i, (s, h) in enumerate(zip(sims, hits, strict=True)):
             if depth is not None and k < n_rows:
                 above = np.count_nonzero(s > s[-1])  # these rows are complete: no row outside beats them
                 docs_above = sum(len(members[j]) for j in h[:above])
@@ -288,7 +288,7 @@ def rank_corpus(
             ids = np.concatenate([members[j] for j in h])
             scores = np.repeat(s, [len(members[j]) for j in h])
             order = _trec_order(scores, ids)[:depth]
-            run[query_ids[start + i]] = dict(zip(ids[order].tolist(), scores[order].astype(np.float64).tolist()))
+            run[query_ids[start + i]] = dict(zip(ids[order].tolist(), scores[order].astype(np.float64).tolist(), strict=True))
     return run
 
 
@@ -310,7 +310,7 @@ def rank_candidates(
             continue
         docs = np.stack([doc_vectors[d] for d in cands])
         sims = pairwise_cosine(np.broadcast_to(query_vectors[q], docs.shape), docs)
-        run[q] = dict(zip(cands, sims.tolist()))
+        run[q] = dict(zip(cands, sims.tolist(), strict=True))
     return run
 
 
@@ -360,8 +360,8 @@ def evaluate_retrieval(
 
     if data.candidates is not None:
         run = rank_candidates(
-            dict(zip(query_ids, q_vecs)),
-            {d: doc_matrix[r] for d, r in zip(doc_ids, doc_rows)},
+            dict(zip(query_ids, q_vecs, strict=True)),
+            {d: doc_matrix[r] for d, r in zip(doc_ids, doc_rows, strict=True)},
             data.candidates,
         )
     else:

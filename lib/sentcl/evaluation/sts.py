@@ -163,7 +163,7 @@ def evaluate_sts_datasets(embed: Embed, datasets: Mapping[str, ScoredPairs], set
     check_choice("STS setting", setting, SETTINGS)
     matrices = embed_groups(embed, [[*d.sentences1, *d.sentences2] for d in datasets.values()])
     details = {}
-    for (name, pairs), vectors in zip(datasets.items(), matrices):
+    for (name, pairs), vectors in zip(datasets.items(), matrices, strict=True):
         n = len(pairs)
         details[name] = evaluate_sts(pairs, embeddings1=vectors[:n], embeddings2=vectors[n:])
     scores = {

@@ -375,7 +375,7 @@ def score_tasks(embed: Embed, records: Mapping[str, Any]) -> dict[str, dict]:
     data = {name: _evaluated(name, chosen[name], record) for name, record in records.items()}
     matrices = embed_groups(embed, [_texts(record) for record in data.values()])
     results = {}
-    for (name, record), vectors in zip(data.items(), matrices):
+    for (name, record), vectors in zip(data.items(), matrices, strict=True):
         t = chosen[name]
         if t.evaluator == "retrieval":
             nq = len(record.queries)

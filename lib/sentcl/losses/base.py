@@ -111,7 +111,7 @@ def check_similarity(similarity: str) -> Similarity:
 def check_columns(columns: list[Tensor], names: list[str]) -> None:
     """All columns are ``(batch, dim)`` tensors with the same batch size and dimension."""
     first = columns[0]
-    for column, name in zip(columns, names):
+    for column, name in zip(columns, names, strict=True):
         if column.ndim != 2 or column.shape != first.shape:
             raise ConfigError(
                 f"expected every column as a (batch, dim) tensor of shape {tuple(first.shape)} "

@@ -176,7 +176,7 @@ class RegulatorLoss(SentclLoss):
         if n:  # one lookup per store, one host-to-device copy for all 2N sets
             ids = np.asarray(ids.detach().cpu().numpy(), dtype=np.int64)
             rows = [store.rows_of(ids) for store in self.stores]
-            stacked = np.stack([s.array(c)[r] for c in ("query", "index") for s, r in zip(self.stores, rows)])
+            stacked = np.stack([s.array(c)[r] for c in ("query", "index") for s, r in zip(self.stores, rows, strict=True)])
             augmented = list(torch.from_numpy(stacked).to(device=queries.device, dtype=torch.float32))
         return regulator_loss(
             queries, indexes, augmented[:n], augmented[n:], scale=self.scale, hard_negatives=negatives

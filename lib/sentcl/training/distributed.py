@@ -113,7 +113,7 @@ def all_reduce_gradients(parameters: list[torch.nn.Parameter], procs: Processes,
         return
     has_grad = torch.tensor([p.grad is not None for p in parameters], dtype=torch.int32, device=procs.device)
     dist.all_reduce(has_grad, op=dist.ReduceOp.MAX)
-    active = [p for p, flag in zip(parameters, has_grad.tolist()) if flag]
+    active = [p for p, flag in zip(parameters, has_grad.tolist(), strict=True) if flag]
     for p in active:
         if p.grad is None:
             p.grad = torch.zeros_like(p)

@@ -72,7 +72,7 @@ def backward_through_chunks(
     """Step 3: re-embed each chunk with its graph, under its recorded random state, and
     back-propagate the cached gradient of its rows (``grad``, one row per text, as in step 1)."""
     offset = 0
-    for part, state in zip(chunks, states):
+    for part, state in zip(chunks, states, strict=True):
         with state:
             embeddings = model(part)["sentence_embedding"]
         rows = embeddings.shape[0]

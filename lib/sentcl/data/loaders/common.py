@@ -122,7 +122,7 @@ def require_text(value: str, path: Path, line: int, column: str, *, strip: bool 
 def require_pair(path: Path, line: int, values: tuple[str, str], columns: tuple[str, str]) -> tuple[str, str]:
     """The two sentences of a pair exactly as distributed (``require_text(..., strip=False)``
     on each, in order): an empty or all-blank sentence is an error naming its column."""
-    first, second = (require_text(value, path, line, column, strip=False) for value, column in zip(values, columns))
+    first, second = (require_text(value, path, line, column, strip=False) for value, column in zip(values, columns, strict=True))
     return first, second
 
 
@@ -193,7 +193,7 @@ class RecordBuilder(Generic[R]):
         if len(values) != len(self.columns):
             raise TypeError(f"a {self.record_type.__name__} row has {len(self.columns)} values "
                             f"{self.record_type.ROW_FIELDS}, got {len(values)}")
-        for column, value in zip(self.columns, values):
+        for column, value in zip(self.columns, values, strict=True):
             column.append(value)
 
     def build(self, entry: DatasetInfo, split: str, files: list[Path]) -> R:
@@ -201,7 +201,7 @@ class RecordBuilder(Generic[R]):
         return self.record_type(
             name=entry.name,
             split=split,
-            **dict(zip(self.record_type.ROW_FIELDS, self.columns)),
+            **dict(zip(self.record_type.ROW_FIELDS, self.columns, strict=True)),
             **self.fixed,
             sources=[str(p) for p in files],
             dropped={reason: n for reason, n in self.dropped.items() if n},
