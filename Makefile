@@ -56,6 +56,7 @@ browser:
 
 test: setup browser
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 book: setup

@@ -103,14 +103,15 @@ def read_geometry(path: str | os.PathLike) -> pd.DataFrame:
     path = Path(path)
     rows = []
     for line, rec in _read_csv(path, GEOMETRY_COLUMNS):
+        row: dict[str, Any] = rec  # the measures become numbers (or None)
         if rec["point"] not in POINTS:
             raise DataFormatError(path, line, f"point one of {', '.join(POINTS)}", rec["point"])
         for name in (*MEASURES, "step", "seed"):
             empty = not rec[name] and name not in REQUIRED
-            rec[name] = None if empty else _number(path, line, name, rec[name])
-        if rec["point"] == "trajectory" and rec["step"] is None:
+            row[name] = None if empty else _number(path, line, name, rec[name])
+        if rec["point"] == "trajectory" and row["step"] is None:
             raise DataFormatError(path, line, "the step of a trajectory point", "an empty step")
-        rows.append(rec)
+        rows.append(row)
     frame = pd.DataFrame(rows, columns=list(GEOMETRY_COLUMNS))
     for name in MEASURES:
         frame[name] = frame[name].astype(float)

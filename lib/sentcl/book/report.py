@@ -408,7 +408,7 @@ def public_text(text: object, known: Mapping[str, str] | None = None, generic: b
     for path in sorted(known or {}, key=len, reverse=True):
         label = (known or {})[path]
         path = path.rstrip("/\\") or path
-        text = re.sub(re.escape(path) + r"(?=$|[/\\\s\"',;:)\]}<>`]|\.(?!\w))", lambda _m, label=label: label, text)
+        text = re.sub(re.escape(path) + r"(?=$|[/\\\s\"',;:)\]}<>`]|\.(?!\w))", lambda _m, label=label: label, text)  # type: ignore[misc]  # mypy cannot type a lambda's default
     return _LOCAL_PATH.sub(_last_part, text) if generic else text
 
 

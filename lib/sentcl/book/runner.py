@@ -82,9 +82,10 @@ def notebook_parameters(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: parameters cell line {exc.lineno}: {exc.msg}") from None
     params: dict[str, Any] = {}
     for node in tree.body:
-        target, value = _assignment(node)
-        if target is None:
+        assignment = _assignment(node)
+        if assignment is None:
             raise ConfigError(f"{path}: parameters cell line {node.lineno}: expected NAME = literal, found {ast.unparse(node)!r}")
+        target, value = assignment
         try:
             params[target] = ast.literal_eval(value)
         except ValueError:
@@ -97,12 +98,12 @@ def notebook_parameters(path: Path) -> dict[str, Any]:
     return params
 
 
-def _assignment(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
+def _assignment(node: ast.stmt) -> tuple[str, ast.expr] | None:
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         return node.targets[0].id, node.value
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
         return node.target.id, node.value
-    return None, None
+    return None
 
 
 def check_value(name: str, value: Any, default: Any, where: str) -> Any:

@@ -441,6 +441,7 @@ def _run_steps(entry: DatasetInfo, steps: list[dict], root: Path, hub_files: dic
         fetched.mkdir()
         produced: set[str] = set()
         for to, parquet in hub_files.items():
+            assert entry.hub is not None  # hub_files come from it
             hub_nli_to_jsonl(parquet, _target(folder, to), entry.hub.url(entry.hub.files[to].path))
             produced.add(to)
         by_url: dict[str, Path] = {}

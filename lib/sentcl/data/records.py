@@ -224,7 +224,7 @@ class TrainingData:
 
     columns: dict[str, list[str]]
     labels: np.ndarray | None = None
-    ids: np.ndarray | None = None
+    ids: np.ndarray = None  # type: ignore[assignment]  # None: 0 … n-1, filled in by __post_init__
     name: str = "train"
     _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -271,7 +271,7 @@ class TrainingData:
         """The texts of one row, in column order."""
         return tuple(texts[row] for texts in self.columns.values())
 
-    def batch_texts(self, rows: Sequence[int]) -> list[list[str]]:
+    def batch_texts(self, rows: Sequence[int] | np.ndarray) -> list[list[str]]:
         """For each column, the texts of ``rows`` (in the order given)."""
         return [[texts[i] for i in rows] for texts in self.columns.values()]
 

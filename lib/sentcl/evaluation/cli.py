@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ConfigError, OutputError
@@ -127,7 +128,7 @@ def _embedder(args: argparse.Namespace):
     return embedder(model, batch_size=args.batch_size, precision=args.precision)
 
 
-def _table(rows: list[tuple[str, ...]]) -> str:
+def _table(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in rows)
 

@@ -114,6 +114,7 @@ def pair_embeddings(
         raise ConfigError("pass either embed, or both embeddings1 and embeddings2")
     n = len(sentences1)
     if embed is None:
+        assert embeddings1 is not None and embeddings2 is not None  # checked above
         return as_matrix(embeddings1, "embeddings1", rows=n), as_matrix(embeddings2, "embeddings2", rows=n)
     vectors, index = embed_unique(embed, [*sentences1, *sentences2])
     return vectors[index[:n]], vectors[index[n:]]

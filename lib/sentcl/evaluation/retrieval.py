@@ -138,7 +138,7 @@ def query_scores(
         if kind == "acc":
             value = float(within.any())
         elif kind == "p":
-            value = np.count_nonzero(within) / k
+            value = np.count_nonzero(within) / cut  # p@k: cut is k
         elif kind == "r":
             value = np.count_nonzero(within) / num_rel if num_rel else 0.0
         elif kind == "map":
@@ -352,6 +352,7 @@ def evaluate_retrieval(
         vectors, index = embed_unique(embed, [data.queries[q] for q in query_ids] + doc_texts)
         q_vecs, doc_rows, doc_matrix = vectors[index[: len(query_ids)]], index[len(query_ids) :], vectors
     else:
+        assert query_embeddings is not None and corpus_embeddings is not None  # checked above
         q_vecs = as_matrix(query_embeddings, "query_embeddings", rows=len(query_ids))
         doc_matrix = as_matrix(corpus_embeddings, "corpus_embeddings", rows=len(doc_ids))
         text_of_doc = unique_texts(doc_texts)[1]
@@ -368,6 +369,7 @@ def evaluate_retrieval(
         run = rank_corpus(q_vecs, query_ids, doc_matrix, doc_ids, corpus_index=doc_rows, depth=depth)
 
     if protocol == "semeval":
+        assert data.candidates is not None  # checked above
         result = semeval_scores(data.qrels, run, data.candidates, relevance_level=relevance_level)
     else:
         result = evaluate_run(data.qrels, run, metrics, relevance_level=relevance_level, per_query=per_query)

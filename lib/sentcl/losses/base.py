@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import torch.nn.functional as F
 from sentence_transformers.base.losses.merged_forward import embed_columns
@@ -88,10 +88,9 @@ class SentclLoss(nn.Module, ABC):
         return self.compute_loss_from_embeddings(embeddings, labels, **batch_extras)
 
     @abstractmethod
-    def compute_loss_from_embeddings(
-        self, embeddings: list[Tensor], labels: Tensor | None = None, **batch_extras: Any
-    ) -> Tensor:
-        """The loss from the embeddings of the batch's columns (one ``(batch, dim)`` tensor each)."""
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None) -> Tensor:
+        """The loss from the embeddings of the batch's columns (one ``(batch, dim)`` tensor each); a loss
+        with :attr:`batch_extras` takes them as keyword arguments too (:meth:`forward` passes them)."""
 
     @abstractmethod
     def get_config_dict(self) -> dict[str, Any]:
@@ -105,7 +104,7 @@ def check_scale(scale: float) -> float:
 
 def check_similarity(similarity: str) -> Similarity:
     """``similarity`` if it is one of :data:`SIMILARITIES` (``"cos"``, ``"dot"``)."""
-    return check_choice("similarity", similarity, SIMILARITIES)  # type: ignore[return-value]
+    return cast(Similarity, check_choice("similarity", similarity, SIMILARITIES))
 
 
 def check_columns(columns: list[Tensor], names: list[str]) -> None:

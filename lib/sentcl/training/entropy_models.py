@@ -288,6 +288,8 @@ def faq_cross_validation(
     from sentcl.evaluation.tasks import task as find_task
 
     spec = find_task(task)
+    if spec.relevance_level is None:
+        raise ConfigError(f"{spec.name} is not a retrieval task; FAQ cross-validation ranks the FAQ's answers")
     if (record.name, record.split) != (spec.dataset, spec.split):
         raise ConfigError(f"{spec.name} is computed on {spec.dataset}/{spec.split}, got {record.name}/{record.split}")
     if config.metric_for_best != "map":
@@ -324,7 +326,7 @@ def faq_cross_validation(
         initial = selected(base, "initial model (Eq. 1)")
         score(EQ1, initial())
         for row, switch in (baselines or {}).items():
-            score(row, selected(lambda switch=switch: switch(base()), row)())
+            score(row, selected(lambda switch=switch: switch(base()), row)())  # type: ignore[misc]  # mypy cannot type a lambda's default
         augmented = augment(initial, pairs, phis, entropy, scale=scale, patience=patience, window=window,
                             cache=cache, sampler=sampler, train=train, precision=precision, show_progress=False,
                             name=f"{where} ")
