@@ -46,7 +46,7 @@ def test_agreement_thresholds():
     assert [report.agreement(p) for p in (0, -1.0, 1.01, -3.0, 3.2)] == ["agrees", "agrees", "close", "close", "differs"]
     assert report.agreement(2.0, thresholds=(0.5, 2.0)) == "close"
     assert report.agreement(float("nan")) is None
-    with pytest.raises(ValueError, match="thresholds must satisfy"):
+    with pytest.raises(ConfigError, match="thresholds must satisfy"):
         report.agreement(1.0, thresholds=(3, 1))
 
 
@@ -126,7 +126,7 @@ def test_comparison_frame_has_paper_ours_delta_lines_only_where_they_exist():
     assert list(frame.index) == [("Baseline", "paper"), ("Ours-paper", "paper"), ("Ours-paper", "ours"), ("Ours-paper", "Δ")]
     assert list(frame.columns) == ["A", "B"]
     assert frame.loc[("Ours-paper", "Δ")].tolist() == [1.0, -1.0]
-    with pytest.raises(KeyError, match="no table 'T9'"):
+    with pytest.raises(ConfigError, match=r"no table 'T9'; tables: \['T1'"):
         report.comparison_frame(report.compare("x", res, paper=PAPER), "T9")
 
 
@@ -243,11 +243,11 @@ def test_averages_chart_and_save_figure(tmp_path, monkeypatch):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.with_suffix(".svg").read_text().lstrip().startswith("<?xml")
     (info,) = report.figures(tmp_path, "x")
     assert (info["name"], info["caption"], info["run_id"]) == ("fig-b", "B, paper vs ours", "fig-run")
-    with pytest.raises(KeyError, match="no column"):
+    with pytest.raises(ConfigError, match=r"T1 has no column 'Z'; its columns: \['A', 'B'\]"):
         report.averages_chart(cmp, "T1", column="Z")
-    with pytest.raises(KeyError, match="no rows"):
+    with pytest.raises(ConfigError, match=r"T1 has no rows \['Nobody'\] in 'B'; its rows: \["):
         report.averages_chart(cmp, "T1", column="B", rows=["Nobody"])
-    with pytest.raises(ValueError, match="figure name"):
+    with pytest.raises(ConfigError, match="figure name"):
         report.save_figure(fig, tmp_path, "x", "bad name", "")
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import ConfigError
 from ..io import atomic_path, atomic_write_json, read_json
 from .results import current_run_id, paper_values
 
@@ -57,7 +58,7 @@ def agreement(points: float, thresholds: Sequence[float] = THRESHOLDS) -> str | 
         return None
     good, fair = thresholds
     if not 0 <= good <= fair:
-        raise ValueError(f"thresholds must satisfy 0 <= agrees <= close, got {tuple(thresholds)}")
+        raise ConfigError(f"thresholds must satisfy 0 <= agrees <= close, got {tuple(thresholds)}")
     size = abs(points)
     return "agrees" if size <= good else "close" if size <= fair else "differs"
 
@@ -130,7 +131,7 @@ def comparison_frame(compared: pd.DataFrame, table: str) -> pd.DataFrame:
     and 'Δ' (only the lines that exist for that row), the paper's columns, numbers."""
     part = compared[compared["table"] == table]
     if part.empty:
-        raise KeyError(f"no table {table!r}; tables: {tables(compared)}")
+        raise ConfigError(f"no table {table!r}; tables: {tables(compared)}")
     columns = list(dict.fromkeys(part["column"]))
     lines: dict[tuple[str, str], dict[str, float]] = {}
     for row in dict.fromkeys(part["row"]):
@@ -321,12 +322,13 @@ def averages_chart(
 
     part = compared[(compared["table"] == table) & (compared["column"] == column)]
     if part.empty:
-        raise KeyError(f"{table} has no column {column!r}")
+        columns = list(dict.fromkeys(compared.loc[compared["table"] == table, "column"]))
+        raise ConfigError(f"{table} has no column {column!r}; its columns: {columns}")
     order = list(rows) if rows is not None else list(dict.fromkeys(part["row"]))
     cells = part.set_index("row").reindex(order)
     missing = [r for r in order if r not in set(part["row"])]
     if missing:
-        raise KeyError(f"{table} has no rows {missing}")
+        raise ConfigError(f"{table} has no rows {missing} in {column!r}; its rows: {list(dict.fromkeys(part['row']))}")
     y = np.arange(len(order))
     h = 0.38
     fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(order) + 1.3))
@@ -365,7 +367,7 @@ def save_figure(fig, out_dir: str | os.PathLike, chapter: str, name: str, captio
     with ``<name>.json`` holding the caption and the run id the book shows it with.
     Returns the PNG's path."""
     if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-        raise ValueError(f"figure name {name!r}: use letters, digits, '-' and '_'")
+        raise ConfigError(f"figure name {name!r}: use letters, digits, '-' and '_'")
     folder = figures_dir(out_dir, chapter)
     for ext in ("png", "svg"):
         with atomic_path(folder / f"{name}.{ext}") as tmp:

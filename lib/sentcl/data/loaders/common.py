@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from ...errors import DataFormatError
+from ...errors import ConfigError, DataFormatError
 from ...progress import progress_bar
 from ..records import LabelledPairs, ScoredPairs, Sentences, Triplets
 from ..registry import DatasetInfo
@@ -193,8 +193,8 @@ class RecordBuilder(Generic[R]):
     def add(self, *values: Any) -> None:
         """Append one row (one value per field of ``ROW_FIELDS``, in that order)."""
         if len(values) != len(self.columns):
-            raise TypeError(f"a {self.record_type.__name__} row has {len(self.columns)} values "
-                            f"{self.record_type.ROW_FIELDS}, got {len(values)}")
+            raise ConfigError(f"a {self.record_type.__name__} row has {len(self.columns)} values "
+                              f"{self.record_type.ROW_FIELDS}, got {len(values)}")
         for column, value in zip(self.columns, values, strict=True):
             column.append(value)
 
