@@ -56,6 +56,7 @@ browser:
 
 test: setup browser
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	@echo "make: the precision tests again, as on a CPU without bf16 (oneDNN capped at AVX512_CORE)"
 	ONEDNN_MAX_CPU_ISA=AVX512_CORE $(BIN)/python -m pytest -m precision -q

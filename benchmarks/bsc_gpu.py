@@ -28,6 +28,7 @@ encoding rate. Writes JSON to ``--out``::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import platform
 import random
@@ -121,10 +122,8 @@ def measure(args, batch: int, precision: str, seconds: float) -> dict:
                           callbacks=[timer], show_progress=False, name=f"bsc b{batch} {precision}")
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
-        try:
+        with contextlib.suppress(TimeUp):
             trainer.train(Path(tmp) / "run")
-        except TimeUp:
-            pass
         peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
         steps = timer.times[args.warmup:]
         if not steps:

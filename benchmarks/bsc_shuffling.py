@@ -32,6 +32,7 @@ drawn with replacement to 1,000,000 rows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import time
@@ -46,11 +47,9 @@ RESULT = HERE / "results" / "bsc_shuffling_cpu.json"
 
 def machine() -> dict:
     cpu = "unknown"
-    try:
+    with contextlib.suppress(OSError, StopIteration):
         cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                    if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     import faiss
     import torch
 
@@ -88,7 +87,7 @@ def example_based(n: int, exact: bool, seed: int = 0) -> dict:
         queries = np.random.default_rng(seed + 1).choice(n, 2000, replace=False)
         _, want = neighbour_index(x, "flat").search(x[queries], 8)
         _, got = neighbour_index(x, "ivf", seed=seed).search(x[queries], 8)
-        out["neighbour_recall_at_7"] = round(float(np.mean([len(set(w[1:]) & set(g[1:])) / 7 for w, g in zip(want, got)])), 4)
+        out["neighbour_recall_at_7"] = round(float(np.mean([len(set(w[1:]) & set(g[1:])) / 7 for w, g in zip(want, got, strict=True)])), 4)
     return out
 
 

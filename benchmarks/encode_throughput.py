@@ -60,9 +60,9 @@ def machine() -> dict:
     }
 
 
-def timed(fn) -> tuple[float, object]:
+def timed(fn, *args, **kwargs) -> tuple[float, object]:
     start = time.perf_counter()
-    out = fn()
+    out = fn(*args, **kwargs)
     return time.perf_counter() - start, out
 
 
@@ -93,9 +93,7 @@ def main() -> None:
         for _ in range(args.repeats):
             for precision in ("fp32", "bf16"):
                 t, vectors[precision] = timed(
-                    lambda: encode(
-                        model, sentences, batch_size=args.batch_size, precision=precision, cache=False, show_progress=False
-                    )
+                    encode, model, sentences, batch_size=args.batch_size, precision=precision, cache=False, show_progress=False
                 )
                 seconds[threads][precision].append(t)
     torch.set_num_threads(default_threads)
@@ -110,7 +108,7 @@ def main() -> None:
         torch.set_num_threads(threads)
         for p in ("fp32", "bf16"):
             tiny_seconds[f"{threads}_threads_{p}"] = timed(
-                lambda: encode(tiny, tiny_texts, precision=p, cache=False, show_progress=False)
+                encode, tiny, tiny_texts, precision=p, cache=False, show_progress=False
             )[0]
     torch.set_num_threads(default_threads)
 

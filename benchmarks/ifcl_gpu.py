@@ -24,6 +24,7 @@ no queue, no Twin loss) gives the reference the IFCL overhead is read against. W
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import platform
@@ -108,7 +109,7 @@ def time_run(name, architecture, method, lr, seconds, args, workdir):
         torch.cuda.reset_peak_memory_stats()
     clock.start = time.perf_counter()
     trainer.train(workdir / name)
-    steps = [b - a for a, b in zip([clock.start, *clock.ends], clock.ends)]
+    steps = [b - a for a, b in itertools.pairwise([clock.start, *clock.ends])]
     timed = steps[args.warmup_steps:] or steps
     peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
     # one STS-B-dev-sized evaluation, as the paper profile runs every 125 steps

@@ -69,10 +69,10 @@ def pipeline(out: Path, pace: float) -> None:
 
     record = load("snli", "train", samples_root())
     found: dict[str, dict[str, str]] = {}
-    for s1, s2, label in zip(record.sentences1, record.sentences2, record.labels):
+    for s1, s2, label in zip(record.sentences1, record.sentences2, record.labels, strict=True):
         found.setdefault(s1, {}).setdefault(record.label_names[label], s2)
     rows = [(p, h["entailment"], h["contradiction"]) for p, h in found.items() if {"entailment", "contradiction"} <= set(h)]
-    data = TrainingData(dict(zip(["query", "index", "negative"], map(list, zip(*rows)))))
+    data = TrainingData(dict(zip(["query", "index", "negative"], map(list, zip(*rows, strict=True)), strict=True)))
     base = lambda: tiny_model(0)  # noqa: E731
     config = TrainingConfig(batch_size=8, learning_rate=1e-3, max_steps=12, seed=7, log_steps=1, checkpoint_steps=1)
     augmented = augment(base, data, PHIS, config, scale=20.0, patience=3, train=train, show_progress=False)

@@ -37,11 +37,11 @@ def triplets(data_dir: Path | None, rows: int):
     root = data_dir if data_dir is not None and (data_dir / "snli").is_dir() else samples_root()
     record = load("snli", "dev", data_dir=root)
     found: dict[str, dict[str, str]] = {}
-    for s1, s2, label in zip(record.sentences1, record.sentences2, record.labels):
+    for s1, s2, label in zip(record.sentences1, record.sentences2, record.labels, strict=True):
         found.setdefault(s1, {}).setdefault(record.label_names[label], s2)
     picked = [(p, h["entailment"], h["contradiction"]) for p, h in found.items() if {"entailment", "contradiction"} <= set(h)]
     picked = picked[:rows]
-    return TrainingData(dict(zip(["query", "index", "negative"], map(list, zip(*picked))))), str(root)
+    return TrainingData(dict(zip(["query", "index", "negative"], map(list, zip(*picked, strict=True)), strict=True))), str(root)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         batch = [np.arange(len(data))]
         times: dict[str, list[float]] = {name: [] for name in trainers}
-        for name, trainer in trainers.items():  # warm-up
+        for trainer in trainers.values():  # warm-up
             trainer.step_gradients(batch)
         for _ in range(args.repeats):
             for name, trainer in trainers.items():

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = {}
     for name in ("sentcl", "sentcl+st-loss"):
         per_round = {
-            clock: [float(np.median(mine[:, k]) / np.median(st[:, k])) for mine, st in zip(times[name], times["st-trainer"])]
+            clock: [float(np.median(mine[:, k]) / np.median(st[:, k])) for mine, st in zip(times[name], times["st-trainer"], strict=True)]
             for k, clock in enumerate(("wall", "cpu"))
         }
         ratios[f"{name} / st-trainer"] = {

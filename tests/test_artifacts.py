@@ -119,7 +119,7 @@ def test_default_root_is_under_the_sentcl_cache():
 
 
 @pytest.mark.parametrize(
-    "config, message",
+    ("config", "message"),
     [({"f": object()}, "not JSON data"), ({"x": float("nan")}, "finite"), ({1: "a"}, "keys must be strings")],
 )
 def test_configs_must_be_plain_data(config, message):
@@ -137,10 +137,10 @@ def test_atomic_directory_replaces_or_leaves_untouched(tmp_path):
     with atomic_directory(target) as tmp:
         (tmp / "a.json").write_text(json.dumps(1))
     assert (target / "a.json").read_text() == "1"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="interrupted"):  # noqa: PT012 - the interrupted block is what is tested
         with atomic_directory(target) as tmp:
             (tmp / "a.json").write_text("2")
-            raise ValueError
+            raise ValueError("interrupted")
     assert (target / "a.json").read_text() == "1"
     with atomic_directory(target) as tmp:
         (tmp / "b.json").write_text("3")

@@ -52,9 +52,8 @@ def imports_of(module: str, path: Path) -> set[str]:
             if target.startswith("sentcl"):
                 out.add(target)
                 out |= {f"{target}.{alias.name}" for alias in node.names if f"{target}.{alias.name}" in MODULES}
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("sentcl."):
-            if node.value in MODULES:  # importlib.import_module("sentcl....") by name (the CLI's commands)
-                out.add(node.value)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in MODULES:
+            out.add(node.value)  # importlib.import_module("sentcl....") by name (the CLI's commands)
     return out
 
 

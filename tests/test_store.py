@@ -74,6 +74,15 @@ def test_an_interrupted_write_resumes_without_re_encoding_finished_chunks(tmp_pa
         np.testing.assert_array_equal(store.array(column), full.array(column))
 
 
+def test_a_store_description_without_its_keys_names_the_file_and_the_keys(tmp_path):
+    write_store(tmp_path / "s", fake_encoder(), np.arange(3), columns(3), show_progress=False)
+    meta = json.loads((tmp_path / "s" / "store.json").read_text())
+    del meta["dim"], meta["rows_done"]
+    (tmp_path / "s" / "store.json").write_text(json.dumps(meta))
+    with pytest.raises(DataFormatError, match=r"store\.json: expected the keys \['dim', 'rows_done'\] of an embedding store"):
+        EmbeddingStore(tmp_path / "s")
+
+
 def test_another_store_in_the_folder_is_an_error(tmp_path):
     write_store(tmp_path / "s", fake_encoder(), np.arange(3), columns(3), show_progress=False)
     with pytest.raises(ConfigError, match="holds another store"):

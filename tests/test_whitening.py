@@ -109,7 +109,7 @@ def test_weighted_whitening_equals_whitening_the_repeated_rows():
 
 def test_whitening_on_texts_counts_repeats_and_embeds_each_distinct_text_once():
     vocabulary = [f"sentence {i}" for i in range(30)]
-    table = dict(zip(vocabulary, correlated(30, seed=2)))
+    table = dict(zip(vocabulary, correlated(30, seed=2), strict=True))
     calls = []
 
     def embed(texts):

@@ -15,7 +15,7 @@ import sys
 from . import __version__
 from .errors import SentclError
 
-# (command, module, help); each module defines ``register(subparsers)`` that adds its
+# (command, module, summary); each module defines ``register(subparsers)`` that adds its
 # parser and sets ``func`` (called with the parsed arguments, returns an exit status).
 COMMANDS = [
     ("data", "sentcl.data.cli", "inspect, check and download datasets"),
@@ -31,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sentcl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, module, help_ in COMMANDS:
-        importlib.import_module(module).register(sub, name=name, help=help_)
+    for name, module, summary in COMMANDS:
+        importlib.import_module(module).register(sub, name=name, summary=summary)
     return parser
 
 

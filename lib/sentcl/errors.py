@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from os import PathLike
+from typing import Literal, TypeVar, overload
+
+T = TypeVar("T")
 
 
 class SentclError(Exception):
@@ -54,7 +57,7 @@ class OutputError(SentclError, OSError):
 # encoders, evaluators): what the option is, what is allowed, what was given.
 
 
-def check_choice(name: str, value: object, choices: Sequence[object]) -> object:
+def check_choice(name: str, value: T, choices: Sequence[object]) -> T:
     """``value`` if it is one of ``choices``, else ``ConfigError("unknown <name> <value>; choose one of …")``."""
     if value not in choices:
         raise ConfigError(f"unknown {name} {value!r}; choose one of {', '.join(map(str, choices))}")
@@ -66,18 +69,23 @@ def check_number(
 ) -> float:
     """``value`` as a float if it is a finite real number (not a bool) in ``[low, high]`` (``(low, high]``
     with ``low_open``; an absent bound is unbounded), else a ConfigError naming the interval."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    ok = math.isfinite(number)
     if ok and low is not None:
-        ok = value > low if low_open else value >= low
+        ok = number > low if low_open else number >= low
     if ok and high is not None:
-        ok = value <= high
+        ok = number <= high
     if not ok:
         bounds = f"{'(' if low_open else '['}{low if low is not None else '-inf'}, {high if high is not None else 'inf'}"
         bounds += "]" if high is not None else ")"
         raise ConfigError(f"{name} must be a number in {bounds}, got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+    return float(number)
 
 
+@overload
+def check_positive_int(name: str, value: object, *, optional: Literal[False] = False) -> int: ...
+@overload
+def check_positive_int(name: str, value: object, *, optional: bool) -> int | None: ...
 def check_positive_int(name: str, value: object, *, optional: bool = False) -> int | None:
     """``value`` if it is an integer ≥ 1 (not a bool; None too when ``optional``), else a ConfigError."""
     if value is None and optional:

@@ -52,6 +52,7 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -74,7 +75,7 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_NAMES = (MINILM, "all-MiniLM-L6-v2")
 TINY_NAMES = ("tiny", "sentcl/tiny")
 
-TINY_CONFIG = {
+TINY_CONFIG: dict[str, Any] = {
     "hidden_size": 64,
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
@@ -237,7 +238,7 @@ def _hub_cache_snapshot(repo_id: str) -> str | None:
 
     try:
         return snapshot_download(repo_id, local_files_only=True)
-    except Exception:  # LocalEntryNotFoundError and friends: not cached
+    except (OSError, ValueError):  # LocalEntryNotFoundError: not cached; HFValidationError: not a hub id
         return None
 
 
@@ -446,7 +447,7 @@ def set_drophead(model: SentenceTransformer, p: float) -> SentenceTransformer:
     return model
 
 
-def _drop_heads(layer: torch.nn.Module, _args, output, *, p: float):
+def _drop_heads(layer: Any, _args, output, *, p: float):
     if not layer.training:
         return output
     context, *rest = output
@@ -457,7 +458,8 @@ def _drop_heads(layer: torch.nn.Module, _args, output, *, p: float):
     return ((shaped * keep * (heads / kept)).view_as(context), *rest)
 
 
-def _self_attentions(model: SentenceTransformer) -> list[torch.nn.Module]:
+def _self_attentions(model: SentenceTransformer) -> list[Any]:
+    """The BERT-style self-attention modules (duck-typed: ``num_attention_heads``, ``query``, a ``dropout``)."""
     layers = [
         m for m in model.modules()
         if hasattr(m, "num_attention_heads") and isinstance(getattr(m, "dropout", None), torch.nn.Dropout)
@@ -541,7 +543,8 @@ def fingerprint(model: SentenceTransformer) -> str:
 
 
 def _module_config(module: torch.nn.Module) -> dict:
-    config = dict(module.get_config_dict()) if hasattr(module, "get_config_dict") else {}
+    get_config = getattr(module, "get_config_dict", None)
+    config = dict(get_config()) if get_config is not None else {}
     auto_model = getattr(module, "auto_model", None)
     if auto_model is not None and hasattr(auto_model, "config"):
         config["transformers_config"] = {

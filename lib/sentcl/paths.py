@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from importlib import resources
 from pathlib import Path
+from typing import Literal, overload
 
 from .errors import ConfigError
 
@@ -12,6 +13,10 @@ DATA_ENV = "SENTCL_DATA"
 CACHE_ENV = "SENTCL_CACHE"
 
 
+@overload
+def data_root(data_dir: str | os.PathLike | None = None, required: Literal[True] = True) -> Path: ...
+@overload
+def data_root(data_dir: str | os.PathLike | None, required: bool) -> Path | None: ...
 def data_root(data_dir: str | os.PathLike | None = None, required: bool = True) -> Path | None:
     """The data root: ``data_dir`` if given, else ``$SENTCL_DATA``.
 

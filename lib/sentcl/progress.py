@@ -16,6 +16,7 @@ runner) prefixes each bar's description, so the terminal says whose work it is.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -41,10 +42,8 @@ def terminal_stream() -> TextIO:
     global _STREAM
     if _STREAM is None or _STREAM.closed:
         fd = None
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError, io.UnsupportedOperation):
             fd = sys.stderr.fileno()  # inside ipykernel: its copy of the original descriptor 2
-        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-            pass
         if fd is None:
             fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
         _STREAM = os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")

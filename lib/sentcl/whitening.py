@@ -97,6 +97,7 @@ class _Moments:
     def whitening(self, k: int | None, rtol: float) -> Whitening:
         if self.count < 2:
             raise ConfigError(f"whitening needs at least 2 embeddings to estimate a covariance, got {self.count}")
+        assert self.shift is not None and self.sum is not None and self.outer is not None  # set by the first add()
         d = self.shift.shape[0]
         k = d if k is None else k
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= d:

@@ -40,7 +40,7 @@ def _tables_in_paper_text(path: Path) -> dict[tuple[str, str, str], float]:
             name, *values = line.split("\t")
             name = re.sub(r"\s*(\[[@#*]\]|\^\{\\\$\})$", "", name.strip())
             assert len(values) == len(columns), line
-            for col, v in zip(columns, values):
+            for col, v in zip(columns, values, strict=True):
                 cells[(table, name, col)] = float(v)
         elif table and line.startswith("[@]"):
             table = columns = None
@@ -71,7 +71,7 @@ def test_mnrl_sbert_paper_averages_are_the_means_of_the_rows():
     typed = R.paper_values("mnrl_sbert")
     off = {}
     for (table, row), part in typed.groupby(["table", "row"]):
-        values = dict(zip(part["column"], part["value"]))
+        values = dict(zip(part["column"], part["value"], strict=True))
         mean = sum(v for c, v in values.items() if c != "Average") / 7
         if abs(mean - values["Average"]) > 0.006:
             off[(table, row)] = round(mean, 2)
@@ -83,7 +83,7 @@ def test_paper_values_of_a_chapter_without_a_file_is_empty():
 
 
 @pytest.mark.parametrize(
-    "body, line, message",
+    ("body", "line", "message"),
     [
         ("table,row,value\n", 1, "header"),
         ("table,row,column,value,scale,source\nT,r,c,abc,100,\n", 2, "a number in 'value'"),
@@ -121,7 +121,7 @@ def test_saving_again_in_the_same_run_replaces_cells_idempotently(tmp_path):
     assert path.read_text() == before  # same cell again: nothing changes
     R.save_results(tmp_path, "mnrl_sbert", [cell(value=71.5)], run_id="r1")
     df = R.read_results(path)
-    assert list(zip(df.column, df.value)) == [("STS12", 71.5), ("STS13", 1.0)]  # replaced in place, other cell kept
+    assert list(zip(df.column, df.value, strict=True)) == [("STS12", 71.5), ("STS13", 1.0)]  # replaced in place, other cell kept
     R.save_results(tmp_path, "mnrl_sbert", [cell(row="MNRLSBERT", value=72.0)], run_id="r1")
     assert len(R.read_results(path)) == 3  # a new cell of the same run is appended
 
@@ -130,7 +130,7 @@ def test_a_new_run_replaces_the_rows_of_the_previous_run(tmp_path):
     R.save_results(tmp_path, "mnrl_sbert", [cell(), cell(column="STS13")], run_id="r1")
     R.save_results(tmp_path, "mnrl_sbert", [cell(value=60.0)], run_id="r2")
     df = R.load_results(tmp_path)
-    assert list(zip(df.column, df.value, df.run_id)) == [("STS12", 60.0, "r2")]
+    assert list(zip(df.column, df.value, df.run_id, strict=True)) == [("STS12", 60.0, "r2")]
 
 
 def test_chapters_have_their_own_files(tmp_path):
@@ -151,7 +151,7 @@ def test_current_run_id_comes_from_the_runner_or_the_process(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "bad, message",
+    ("bad", "message"),
     [
         (dict(column="STS-12"), "no column 'STS-12'; its columns: STS12, STS13"),
         (dict(profile="quick"), "profile 'quick'"),
@@ -179,7 +179,7 @@ def _rewrite(path: Path, old: str, new: str, line: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "old, new, line, message",
+    ("old", "new", "line", "message"),
     [
         ("chapter,table", "chapter,tabel", 1, "the header chapter,table,row"),
         ("mnrl_sbert,", "bsc,", 3, "chapter 'mnrl_sbert'"),

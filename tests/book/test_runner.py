@@ -56,7 +56,7 @@ def test_notebook_parameters_reads_the_tagged_first_cell(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "params, message",
+    ('params', 'message'),
     [
         (PARAMS + "\nimport os", "line 11: expected NAME = literal, found 'import os'"),
         (PARAMS + "\nbatch = 4 * 8", "line 11: batch must be a literal, found '4 * 8'"),
@@ -84,7 +84,7 @@ def test_the_parameters_cell_must_come_first_and_be_tagged(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "text, default, expected",
+    ('text', 'default', 'expected'),
     [
         ("true", False, True), ("No", True, False), ("0", True, False),
         ("3", 1, 3), ("3e-5", 2e-5, 3e-5), ("4", 2e-5, 4.0),
@@ -99,7 +99,7 @@ def test_p_values_are_typed_like_the_default(text, default, expected):
 
 
 @pytest.mark.parametrize(
-    "text, default, message",
+    ('text', 'default', 'message'),
     [("maybe", False, "is a bool"), ("2.5", 1, "must be int"), ("fast", 1e-3, "must be float"), ("3", [1], "must be list")],
 )
 def test_p_values_of_the_wrong_type_are_errors(text, default, message):

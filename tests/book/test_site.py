@@ -289,7 +289,7 @@ def test_smoke_profile_end_to_end(smoke_book):
 def test_the_mnrl_sbert_chapter_regenerates_its_tables_figures_and_conclusions(smoke_book):
     """Tables 1-2 with our computed rows beside the paper's (the rest cited), Figures 6-7 in two
     panels, the conclusions generated from the numbers and the cost estimate from its file."""
-    project, out, status, output = smoke_book
+    _, out, status, output = smoke_book
     assert status == 0, output
     mine = load_results(out, ["mnrl_sbert"])
     computed = {"Table 1": {"BERT (first-last avg.)", "BERT-whitening", "MNRLSBERT", "tiny untouched (mean pooling)"},
@@ -411,7 +411,7 @@ def chromium() -> str:
 class _Handler(SimpleHTTPRequestHandler):
     checker = b""
 
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):
         if self.path.startswith("/__check__.html"):
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -449,7 +449,7 @@ def browse(html_root: Path, pages: list[str], tmp: Path) -> list[dict]:
 
 @pytest.mark.browser
 def test_pages_render_in_headless_chromium(smoke_book, tmp_path):
-    project, out, status, output = smoke_book
+    _, out, status, output = smoke_book
     assert status == 0, output
     chapters = [f"book/{c}.html" for c in CHAPTERS] + [f"notebooks/{c}.html" for c in CHAPTERS]
     pages = ["book/intro.html", *chapters, *(f"book/_generated/{p}.html" for p in ("scorecard", "datasets", "environment"))]

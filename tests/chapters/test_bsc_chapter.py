@@ -10,7 +10,7 @@ from sentcl.book.results import load_results
 
 
 def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_book):
-    project, out, status, output = smoke_book
+    _, out, status, output = smoke_book
     assert status == 0, output
     mine = load_results(out, ["bsc"])
     ours = {"Table 2": {"MSE", "BSC", "BSC - clusters shuffle", "BSC - random shuffle", "BSC - w/o shuffle",

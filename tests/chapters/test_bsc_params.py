@@ -166,7 +166,7 @@ def _setup_cell(values: dict) -> None:
     exec(compile(source, str(NOTEBOOK), "exec"), dict(values))
 
 
-@pytest.mark.parametrize("change, message", [
+@pytest.mark.parametrize(("change", "message"), [
     ({"seed_summary": "median"}, r"seed_summary = 'median': expected one of 'best on dev', 'mean'"),
     ({"seed_summary": "Mean"}, r"seed_summary = 'Mean'"),
     ({"seeds": []}, r"seeds = \[\]: expected at least one seed"),

@@ -16,7 +16,7 @@ STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R"]
 
 
 def test_the_geometry_chapter_compares_the_four_methods_on_one_budget(smoke_book):
-    project, out, status, output = smoke_book
+    _, out, status, output = smoke_book
     assert status == 0, output
     mine = load_results(out, ["geometry"])
     table = mine[mine["table"].str.startswith("Equal budget")]
@@ -40,7 +40,7 @@ def pd_notna(value) -> bool:
 
 
 def test_every_chapter_writes_its_geometry_and_the_trajectories_are_readable(smoke_book):
-    project, out, status, output = smoke_book
+    _, out, status, output = smoke_book
     assert status == 0, output
     geometry = load_geometry(out)
     finals = geometry[geometry["point"] == "final"]
@@ -60,7 +60,7 @@ def test_every_chapter_writes_its_geometry_and_the_trajectories_are_readable(smo
 
 
 def test_the_introduction_answers_the_title_question_from_the_results(smoke_book):
-    project, out, status, output = smoke_book
+    _, out, status, output = smoke_book
     assert status == 0, output
     intro = html.unescape((out / "_build" / "html" / "book" / "intro.html").read_text())
     assert "do contrastive sentence embeddings really work?" in intro and "So, do they really work?" in intro

@@ -14,7 +14,7 @@ ENGLISH = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Aver
 
 
 def test_the_ifcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_book):
-    project, out, status, output = smoke_book
+    _, out, status, output = smoke_book
     assert status == 0, output
     mine = load_results(out, ["ifcl"])
     english = mine[mine["table"] == "English STS"]

@@ -15,7 +15,7 @@ STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Average"]
 
 
 def test_the_rcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_book):
-    project, out, status, output = smoke_book
+    _, out, status, output = smoke_book
     assert status == 0, output
     mine = load_results(out, ["rcl"])
     computed = {

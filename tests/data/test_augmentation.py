@@ -39,7 +39,7 @@ def test_fusion_twins_columns_seeded_and_simcse_rows():
     assert data.column_names == ["text", "identical", "fraternal"]
     assert data.columns["identical"] == texts
     assert data.columns["fraternal"] == fusion_twins(texts, seed=3).columns["fraternal"]
-    assert any(f != t for f, t in zip(data.columns["fraternal"], texts))
+    assert any(f != t for f, t in zip(data.columns["fraternal"], texts, strict=True))
     assert fusion_twins(texts, fraternal=False).column_names == ["text", "identical"]
     with pytest.raises(ConfigError):
         fusion_twins([])

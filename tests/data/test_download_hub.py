@@ -130,7 +130,7 @@ def snli_setup(tmp_path, hub_cache, monkeypatch, *, archive_url: str | None = No
 
 
 def test_snli_train_comes_from_the_hub_copy(tmp_path, hub_cache, monkeypatch):
-    entry, parquet = snli_setup(tmp_path, hub_cache, monkeypatch)
+    _, parquet = snli_setup(tmp_path, hub_cache, monkeypatch)
     root = tmp_path / "root"
     with warnings.catch_warnings():
         warnings.simplefilter("error", HubUnavailableWarning)
@@ -185,7 +185,7 @@ def test_multinli_train_from_the_hub_dev_from_the_archive_fetched_once(tmp_path,
 
 def test_unreachable_hub_falls_back_to_the_archive_with_a_warning(tmp_path, hub_cache, monkeypatch, capsys):
     url = archive(tmp_path / "snli_1.0.zip", {"snli_1.0/snli_1.0_train.jsonl": SAMPLES / "snli/snli_1.0_train.jsonl"})
-    entry, _ = snli_setup(tmp_path, hub_cache, monkeypatch, archive_url=url)
+    snli_setup(tmp_path, hub_cache, monkeypatch, archive_url=url)
     for child in hub_cache.iterdir():  # the hub's file is not cached, and the hub is offline
         child.rename(tmp_path / child.name)
     root = tmp_path / "root"
@@ -230,7 +230,7 @@ def test_a_hub_file_with_another_sha256_is_an_error_and_moves_nothing(tmp_path, 
 
 
 @pytest.mark.parametrize(
-    "columns,message",
+    ("columns", "message"),
     [
         ({"label": [0] * 363 + [3]}, r"row 364: expected a label id 0-2 or -1, found '3'"),
         ({"label": [0] * 150 + [None] + [0] * 213}, r"row 151: expected a label id 0-2 or -1, found 'None'"),
@@ -247,7 +247,7 @@ def test_bad_hub_rows_are_named(tmp_path, hub_cache, monkeypatch, columns, messa
 
 
 @pytest.mark.parametrize(
-    "content,message",
+    ("content", "message"),
     [
         ("wrong columns", r"expected columns \['premise', 'hypothesis', 'label'\], found \"no \['premise', 'hypothesis'\]"),
         ("not parquet", r"other.parquet: expected a parquet file, found "),

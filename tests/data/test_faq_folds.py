@@ -145,7 +145,7 @@ def test_fold_pairs_pair_each_question_with_its_own_answer_under_stable_ids(bank
     order = list(bank.queries)
     assert pairs.name == "fold 3" and pairs.column_names == ["query", "index"]
     assert list(pairs.ids) == [order.index(q) for q in fold.train]  # the same id in every fold
-    for q, question, answer in zip(fold.train, pairs.columns["query"], pairs.columns["index"]):
+    for q, question, answer in zip(fold.train, pairs.columns["query"], pairs.columns["index"], strict=True):
         assert question == bank.queries[q] and answer == bank.corpus[q]  # faq_pairs: the item's own answer
     assert fold.rows(bank, "test") == [order.index(q) for q in fold.test]
     assert list(bank.take(fold.rows(bank, "test")).queries) == list(fold.test)

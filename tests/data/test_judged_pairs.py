@@ -40,7 +40,7 @@ def test_scaled_scores_and_triplets():
                         subsets=["x", "x"])
     np.testing.assert_allclose(scaled_scores(pairs).labels, [1.0, 0.4])
     triplets = anchor_triplets(judged_pairs(retrieval(), relevance_level=2))
-    assert list(zip(*triplets.columns.values())) == [("first?", "A", "B"), ("second?", "C", "D")]
+    assert list(zip(*triplets.columns.values(), strict=True)) == [("first?", "A", "B"), ("second?", "C", "D")]
     with pytest.raises(ConfigError):
         anchor_triplets(judged_pairs(retrieval(), relevance_level=9))
 

@@ -64,7 +64,7 @@ def test_sts16_drops_exactly_the_rows_without_a_score(shared_data):
         np.testing.assert_array_equal(subset.scores, [float(ln.split("\t")[0]) for ln in scored])
 
 
-@pytest.mark.parametrize("split,count", [("train", 5749), ("dev", 1500), ("test", 1379)])
+@pytest.mark.parametrize(("split", "count"), [("train", 5749), ("dev", 1500), ("test", 1379)])
 def test_stsbenchmark(shared_data, split, count):
     assert len(load("stsbenchmark", split, shared_data)) == count
 
@@ -85,7 +85,7 @@ def test_stsbenchmark_test_text_is_untouched(shared_data):
 
 
 @pytest.mark.parametrize(
-    "split,count,labels",
+    ("split", "count", "labels"),
     [
         ("train", 4500, {"entailment": 1299, "neutral": 2536, "contradiction": 665}),
         ("trial", 500, {"entailment": 144, "neutral": 282, "contradiction": 74}),
@@ -109,7 +109,7 @@ def test_sick_default_split_is_test_and_all_is_every_pair(shared_data):
 
 
 @pytest.mark.parametrize(
-    "split,count,labels",
+    ("split", "count", "labels"),
     [
         ("dev", 9842, {"entailment": 3329, "neutral": 3235, "contradiction": 3278}),
         ("test", 9824, {"entailment": 3368, "neutral": 3219, "contradiction": 3237}),
@@ -125,7 +125,7 @@ def test_snli_text_is_the_tokenized_text(shared_data):
     assert record.sentences1[0] == "Two women are embracing while holding to go packages ."
 
 
-@pytest.mark.parametrize("split,count,positive", [("train", 3576, 2407), ("dev", 500, 346), ("test", 1725, 1147)])
+@pytest.mark.parametrize(("split", "count", "positive"), [("train", 3576, 2407), ("dev", 500, 346), ("test", 1725, 1147)])
 def test_mrpc_counts_and_label_balance(shared_data, split, count, positive):
     record = load("mrpc", split, shared_data)
     assert len(record) == count
@@ -133,7 +133,7 @@ def test_mrpc_counts_and_label_balance(shared_data, split, count, positive):
     assert not record.sentences1[0].startswith("\ufeff")
 
 
-@pytest.mark.parametrize("split,count", [("train", 5231), ("dev", 1458), ("test", 1361)])
+@pytest.mark.parametrize(("split", "count"), [("train", 5231), ("dev", 1458), ("test", 1361)])
 def test_cnsd_stsb(shared_data, split, count):
     record = load("cnsd_stsb", split, shared_data)
     assert len(record) == count
@@ -165,7 +165,7 @@ def test_wiki1m_prefix(shared_data):
 def test_missing_files_name_the_path(shared_data):
     from sentcl.errors import DataMissingError
 
-    with pytest.raises(DataMissingError, match="snli_1.0_train.jsonl"):
+    with pytest.raises(DataMissingError, match=r"snli_1\.0_train\.jsonl"):
         load("snli", "train", shared_data)
     with pytest.raises(DataMissingError, match="multinli"):
         load("multinli", "train", shared_data)

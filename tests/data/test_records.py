@@ -51,6 +51,7 @@ def test_record_builder_collects_rows_and_counts_only_what_was_dropped():
 
     from sentcl.data import LabelledPairs, ScoredPairs, info
     from sentcl.data.loaders.common import NLI_LABELS, RecordBuilder
+    from sentcl.errors import ConfigError
 
     rows = RecordBuilder(ScoredPairs)
     rows.add("a", "b", 4.5, "MSRvid")
@@ -64,5 +65,5 @@ def test_record_builder_collects_rows_and_counts_only_what_was_dropped():
     labelled = RecordBuilder(LabelledPairs, label_names=NLI_LABELS)
     labelled.add("p", "h", 2)
     assert labelled.build(info("snli"), "dev", []).label_counts() == {"entailment": 0, "neutral": 0, "contradiction": 1}
-    with pytest.raises(TypeError, match=r"a LabelledPairs row has 3 values \('sentences1', 'sentences2', 'labels'\), got 2"):
+    with pytest.raises(ConfigError, match=r"a LabelledPairs row has 3 values \('sentences1', 'sentences2', 'labels'\), got 2"):
         labelled.add("p", "h")

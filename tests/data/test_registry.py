@@ -96,7 +96,7 @@ def test_every_registered_dataset_has_a_loader():
 
 
 def test_unknown_names_and_splits_list_the_valid_ones(tmp_path):
-    with pytest.raises(ConfigError, match="unknown dataset 'sts17'; registered: .*sts12"):
+    with pytest.raises(ConfigError, match=r"unknown dataset 'sts17'; registered: .*sts12"):
         load("sts17", data_dir=tmp_path)
     with pytest.raises(ConfigError, match=r"stsbenchmark has no split 'validation'; valid: \['dev', 'test', 'train'\]"):
         load("stsbenchmark", "validation", tmp_path)

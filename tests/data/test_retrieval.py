@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from sentcl.data import load, samples_root
-from sentcl.data.loaders import cqa, faq, retrieval  # noqa: F401  (registers the loaders)
+from sentcl.data.loaders import cqa, faq, retrieval
 from sentcl.data.registry import SAMPLE_MARKER, info
 from sentcl.data.samples.retrieval import write_retrieval_samples
 from sentcl.errors import ConfigError, DataFormatError, DataMissingError
@@ -145,7 +145,7 @@ def test_question_text_is_subject_and_body(shared_data):
 @pytest.mark.realdata
 def test_clef_multiline_claims_and_multiple_relevant(shared_data):
     train = load("clef2020_checkthat_task2", "train", shared_data)
-    assert train.corpus["3057"] == ("Account describes Pamela Murphy’s efforts on behalf of patients at a Veterans\n"
+    assert train.corpus["3057"] == ("Account describes Pamela Murphy’s efforts on behalf of patients at a Veterans\n"  # noqa: RUF001 - the dataset's own apostrophe
                                     "Administration hospital.")
     assert sum("\n" in t for t in train.corpus.values()) == 14
     assert train.qrels["878"] == {"274": 1, "723": 1}
@@ -158,7 +158,7 @@ def test_clef_multiline_claims_and_multiple_relevant(shared_data):
 
 @pytest.mark.realdata
 def test_absent_and_partial_datasets_name_their_missing_files(shared_data):
-    with pytest.raises(DataMissingError, match="SemEval2016-Task3-CQA-QL-train-part1.xml"):
+    with pytest.raises(DataMissingError, match=r"SemEval2016-Task3-CQA-QL-train-part1\.xml"):
         load("semeval2016_cqa_a", "train", shared_data)
     with pytest.raises(DataMissingError):
         load("cough", "user_queries", shared_data)
@@ -307,7 +307,7 @@ def test_pfcc_s_unknown_claim_is_an_error(tmp_path):
     entry, files = pfcc_files(tmp_path)
     with open(files[1], "a", encoding="utf-8") as fh:
         fh.write("Tweet x\tA claim nobody verified\n")
-    with pytest.raises(DataFormatError, match="tweet-veclaim-pairs.tsv:805"):
+    with pytest.raises(DataFormatError, match=r"tweet-veclaim-pairs\.tsv:805"):
         retrieval.load_pfcc_s(entry, "test", files)
 
 

@@ -133,11 +133,11 @@ def test_gold_file_problems_name_their_line(root):
 
     gold.write_text(pristine, encoding="utf-8")
     fields = lines_of(gold)[1].split("\t")
-    set_line(gold, 2, "\t".join(fields[:4] + ["maybe"]))
+    set_line(gold, 2, "\t".join([*fields[:4], "maybe"]))
     raises_at(gold, 2, load, "semeval2016_cqa_a", "test", root)
 
     gold.write_text(pristine, encoding="utf-8")
-    set_line(gold, 2, "\t".join(["Q99_R1", "Q99_R1_C1"] + fields[2:]))  # an id the XML does not have
+    set_line(gold, 2, "\t".join(["Q99_R1", "Q99_R1_C1", *fields[2:]]))  # an id the XML does not have
     err = raises_at(gold, 2, load, "semeval2016_cqa_a", "test", root)
     assert "Q99_R1 Q99_R1_C1" in str(err)
 

@@ -84,7 +84,7 @@ def test_samples_hold_no_text_of_the_real_data_root(shared_data):
     assert not (set(ours.sentences1) | set(ours.sentences2)) & real
 
 
-@pytest.mark.parametrize("dataset,split", sorted(SAMPLE_COUNTS))
+@pytest.mark.parametrize(("dataset", "split"), sorted(SAMPLE_COUNTS))
 def test_samples_load_with_the_real_loaders(dataset, split):
     count, dropped = SAMPLE_COUNTS[dataset, split]
     record = load(dataset, split, samples_root())
@@ -105,10 +105,10 @@ def test_allnli_sample_triplets_are_entailment_and_contradiction():
     pairs = {}
     for name in ("snli", "multinli"):
         nli = load(name, "train", samples_root())
-        pairs.update({(a, b): nli.label_names[lab] for a, b, lab in zip(nli.sentences1, nli.sentences2, nli.labels)})
+        pairs.update({(a, b): nli.label_names[lab] for a, b, lab in zip(nli.sentences1, nli.sentences2, nli.labels, strict=True)})
     triplets = load("allnli", "train", samples_root())
     assert len(triplets) > 200 and len(triplets) % 2 == 0
-    for anchor, pos, neg in zip(triplets.anchors, triplets.positives, triplets.negatives):
+    for anchor, pos, neg in zip(triplets.anchors, triplets.positives, triplets.negatives, strict=True):
         assert "entailment" in {pairs.get((anchor, pos)), pairs.get((pos, anchor))}
         assert "contradiction" in {pairs.get((anchor, neg)), pairs.get((neg, anchor))} or "contradiction" in {
             pairs.get((pos, neg)),
@@ -124,7 +124,7 @@ def _word_overlap(a: str, b: str) -> float:
 @pytest.mark.parametrize("dataset", ["sts12", "sts15", "stsbenchmark", "sickr"])
 def test_sample_scores_follow_the_sentences(dataset):
     record = load(dataset, None, samples_root())
-    overlap = [_word_overlap(a, b) for a, b in zip(record.sentences1, record.sentences2)]
+    overlap = [_word_overlap(a, b) for a, b in zip(record.sentences1, record.sentences2, strict=True)]
     rho = spearmanr(overlap, record.scores).statistic
     assert rho > 0.6
     assert np.std(record.scores) > 1.0

@@ -67,7 +67,7 @@ def test_sts_command_task_subset_and_errors(tmp_path, capsys):
     assert "sentcl: error:" in capsys.readouterr().err and not missing.exists()
 
 
-@pytest.mark.parametrize("dataset, split", [("semeval2016_cqa_a", "test"), ("cough", "user_queries")])
+@pytest.mark.parametrize(("dataset", "split"), [("semeval2016_cqa_a", "test"), ("cough", "user_queries")])
 def test_retrieval_command_on_sample_data(tmp_path, capsys, dataset, split):
     out, details = tmp_path / "r.json", tmp_path / "d.json"
     status = main(["evaluate", "retrieval", "--model", "tiny", "--dataset", dataset, "--split", split,
@@ -115,7 +115,7 @@ def test_an_unknown_task_is_a_usage_error_listing_the_tasks(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", [
     ["sts"], ["tasks", "--tasks", "STS12"], ["retrieval", "--dataset", "cough", "--split", "faq_pairs"]])
-@pytest.mark.parametrize("option, where, why", [
+@pytest.mark.parametrize(("option", "where", "why"), [
     ("--json", "file.txt/o.json", "file.txt is not a directory"),  # the parent is a regular file
     ("--json", "file.txt/missing/o.json", "file.txt is not a directory"),  # a missing parent that cannot be made
     ("--json", "folder", "it is a directory"),
@@ -180,7 +180,7 @@ def test_minilm_reproduces_the_published_mteb_sts_scores(shared_data, tmp_path, 
         def remembered(texts):
             new = [t for t in dict.fromkeys(texts) if t not in seen]
             if new:
-                seen.update(zip(new, embed(new)))
+                seen.update(zip(new, embed(new), strict=True))
             return np.stack([seen[t] for t in texts])
 
         embeds.append(remembered)

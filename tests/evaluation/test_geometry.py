@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sentcl.data.records import ScoredPairs
+from sentcl.errors import ConfigError
 from sentcl.evaluation import geometry
 from sentcl.evaluation.geometry import alignment, anisotropy, evaluate_geometry, uniformity
 
@@ -19,9 +20,9 @@ def _unit(v):
 
 def _loop_alignment(x, y, alpha):
     total = 0.0
-    for a, b in zip(x, y):
+    for a, b in zip(x, y, strict=True):
         a, b = _unit(a), _unit(b)
-        total += math.sqrt(sum((p - q) ** 2 for p, q in zip(a, b))) ** alpha
+        total += math.sqrt(sum((p - q) ** 2 for p, q in zip(a, b, strict=True))) ** alpha
     return total / len(x)
 
 
@@ -30,7 +31,7 @@ def _loop_uniformity(x, t):
     values = []
     for i in range(len(units)):
         for j in range(i + 1, len(units)):
-            values.append(math.exp(-t * sum((p - q) ** 2 for p, q in zip(units[i], units[j]))))
+            values.append(math.exp(-t * sum((p - q) ** 2 for p, q in zip(units[i], units[j], strict=True))))
     return math.log(sum(values) / len(values))
 
 
@@ -70,7 +71,7 @@ def test_anisotropy_exact_and_sampled():
     i = draw.integers(0, 25, size=500)
     j = (i + draw.integers(1, 25, size=500)) % 25
     assert np.all(i != j)
-    assert anisotropy(x, n_pairs=500, seed=11) == pytest.approx(_loop_mean_cosine(x.tolist(), list(zip(i, j))))
+    assert anisotropy(x, n_pairs=500, seed=11) == pytest.approx(_loop_mean_cosine(x.tolist(), list(zip(i, j, strict=True))))
     assert anisotropy(x, n_pairs=500, seed=11) == anisotropy(x, n_pairs=500, seed=11)
     assert anisotropy(x, n_pairs=200_000, seed=3) == pytest.approx(anisotropy(x, n_pairs=None), abs=0.01)
 
@@ -93,8 +94,8 @@ def test_evaluate_geometry_uses_positive_pairs_and_distinct_sentences():
     pos = scores > 4.0
     assert len(calls) == 1 and len(calls[0]) == len(set(s1 + s2)) == out["n_sentences"]
     assert out["n_positive_pairs"] == pos.sum()
-    e1 = np.stack([table[t] for t, p in zip(s1, pos) if p])
-    e2 = np.stack([table[t] for t, p in zip(s2, pos) if p])
+    e1 = np.stack([table[t] for t, p in zip(s1, pos, strict=True) if p])
+    e2 = np.stack([table[t] for t, p in zip(s2, pos, strict=True) if p])
     assert out["alignment"] == pytest.approx(_loop_alignment(e1.tolist(), e2.tolist(), 2.0))
     distinct = np.stack([table[t] for t in dict.fromkeys(s1 + s2)])
     assert out["uniformity"] == pytest.approx(_loop_uniformity(distinct.tolist(), 2.0))
@@ -103,11 +104,11 @@ def test_evaluate_geometry_uses_positive_pairs_and_distinct_sentences():
 
 def test_bad_input():
     x = np.ones((3, 2))
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="y has 2 rows, expected 3"):
         alignment(x, np.ones((2, 2)))
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="at least two embeddings"):
         uniformity(x[:1])
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="NaN or infinite"):
         anisotropy(np.array([[np.nan, 1.0], [1.0, 2.0]]))
 
 
@@ -146,7 +147,7 @@ def test_top_variance_share_matches_loop_and_bounds(k):
     assert top_variance_share(rogue, 1) > 0.7 > 10 * top_variance_share(isotropic, 1)
     assert top_variance_share(x, 6) == pytest.approx(1.0)
     for bad in (0, 7, 2.5, True):
-        with pytest.raises(ValueError):
+        with pytest.raises(ConfigError, match="k must be an integer"):
             top_variance_share(x, bad)
 
 

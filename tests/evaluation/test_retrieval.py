@@ -18,6 +18,7 @@ import pytrec_eval
 import torch
 
 from sentcl.data.records import RetrievalSet
+from sentcl.errors import ConfigError
 from sentcl.evaluation.retrieval import (
     evaluate_retrieval,
     evaluate_run,
@@ -72,7 +73,7 @@ def test_parse_metric():
     assert parse_metric("map") == ("map", None)
     assert metric_name(" MRR@5") == "mrr@5"
     for bad in ("p", "acc", "r", "map@0", "hits@3", "ndcg@-1"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ConfigError, match="unknown retrieval metric"):
             parse_metric(bad)
     out = evaluate_run({"q": {"d": 1}}, {"q": {"d": 0.3}}, ["nDCG@10", "ndcg@10", "Acc@1"])
     assert out["scores"] == {"ndcg@10": 1.0, "acc@1": 1.0}
@@ -196,7 +197,7 @@ def _brute_force_run(q, c, qids, cids, depth=None):
     cn = c / np.linalg.norm(c, axis=1, keepdims=True)
     run = {}
     for i, qid in enumerate(qids):
-        ranked = sorted(zip(cids, (cn @ qn[i]).tolist()), key=lambda kv: (kv[1], kv[0]), reverse=True)
+        ranked = sorted(zip(cids, (cn @ qn[i]).tolist(), strict=True), key=lambda kv: (kv[1], kv[0]), reverse=True)
         run[qid] = [d for d, _ in ranked[:depth]]
     return run
 
@@ -292,7 +293,7 @@ def _read_relevancy(path: Path):
 
 @pytest.mark.realdata
 @pytest.mark.parametrize(
-    "subtask, expected",
+    ("subtask", "expected"),
     # Nakov et al. 2016 (SemEval-2016 Task 3), IR baselines on the test set: (MAP, MRR) x100
     [("A", (59.53, 67.83)), ("B", (74.75, 83.79))],
 )

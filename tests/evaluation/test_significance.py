@@ -37,7 +37,7 @@ def test_two_sided_paired_p_value_against_an_independent_computation():
     from sentcl.evaluation.significance import paired_p_value
 
     ours, base = [75.1, 75.9, 75.4], [75.0, 75.2, 75.3]
-    d = [a - b for a, b in zip(ours, base)]
+    d = [a - b for a, b in zip(ours, base, strict=True)]
     mean = sum(d) / len(d)
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
     t = mean / (sd / math.sqrt(len(d)))

@@ -44,7 +44,7 @@ def test_cosine_spearman_is_scipy_spearman_of_cosines_times_100():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(50, 8)), rng.normal(size=(50, 8)) * 3.0  # unnormalised on purpose
     gold = rng.random(50)
-    cos = np.array([x @ y / np.linalg.norm(x) / np.linalg.norm(y) for x, y in zip(a, b)])
+    cos = np.array([x @ y / np.linalg.norm(x) / np.linalg.norm(y) for x, y in zip(a, b, strict=True)])
     assert cosine_spearman(a, b, gold) == pytest.approx(100 * spearmanr(cos, gold).statistic, abs=1e-10)
     # a wrong sign or a transposed comparison would not give this
     assert cosine_spearman(a, -b, gold) == pytest.approx(-cosine_spearman(a, b, gold))
@@ -77,7 +77,7 @@ def test_same_spearman_as_sentence_transformers_embedding_similarity_evaluator()
     # no sentence paired with itself: sentence-transformers' float32 cosine orders such pairs by rounding noise
     pairs = _pairs(seed=1, n=200, self_pairs=False)
     texts = unique_texts(pairs.sentences1 + pairs.sentences2)[0]
-    table = dict(zip(texts, hash_embed(texts)))
+    table = dict(zip(texts, hash_embed(texts), strict=True))
 
     class Model:
         similarity_fn_name = "cosine"

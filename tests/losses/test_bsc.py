@@ -81,7 +81,7 @@ def assert_same(fn, ref, cols):
     ours, ours_grads = value_and_grads(fn, cols)
     want, want_grads = value_and_grads(ref, cols)
     torch.testing.assert_close(ours, want, rtol=1e-9, atol=1e-12)
-    for got, exp in zip(ours_grads, want_grads):
+    for got, exp in zip(ours_grads, want_grads, strict=True):
         torch.testing.assert_close(got, exp, rtol=1e-8, atol=1e-10)
     return ours
 

@@ -46,7 +46,7 @@ def value_and_grads(fn, leaves):
     return value.detach(), [g.detach() for g in torch.autograd.grad(value, leaves)]
 
 
-@pytest.mark.parametrize("queued,tau", [(0, 0.05), (7, 0.05), (7, 0.5), (12, 1.0)])
+@pytest.mark.parametrize(("queued", "tau"), [(0, 0.05), (7, 0.05), (7, 0.5), (12, 1.0)])
 def test_queue_infonce_matches_loop_reference_values_and_gradients(queued, tau):
     h, hp, q = tensors((5, 6), (5, 6), (max(queued, 1), 6), seed=queued)
     queue = q[:queued] if queued else None
@@ -55,7 +55,7 @@ def test_queue_infonce_matches_loop_reference_values_and_gradients(queued, tau):
     ours = value_and_grads(lambda: queue_infonce_loss(h, hp, queue, weights, temperature=tau), leaves)
     ref = value_and_grads(lambda: infonce_reference(h, hp, queue, weights, tau), leaves)
     torch.testing.assert_close(ours[0], ref[0], rtol=1e-10, atol=1e-12)
-    for got, want in zip(ours[1], ref[1]):
+    for got, want in zip(ours[1], ref[1], strict=True):
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-10)
 
 
@@ -93,7 +93,7 @@ def test_twin_loss_matches_loop_reference_values_and_gradients():
     ours = value_and_grads(lambda: twin_loss(h, hi, hf, margins), [h, hi, hf])
     ref = value_and_grads(lambda: twin_reference(h, hi, hf, margins), [h, hi, hf])
     torch.testing.assert_close(ours[0], ref[0], rtol=1e-10, atol=1e-12)
-    for got, want in zip(ours[1], ref[1]):
+    for got, want in zip(ours[1], ref[1], strict=True):
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-10)
     # a wrong margin sign, swapped twins, a temperature inside the exponent or no |.| would differ
     right = ref[0]
@@ -139,7 +139,7 @@ def test_queue_order_weights_and_eviction():
 
 def test_queue_state_round_trips_through_state_dict_and_refuses_too_many_batches():
     queue = HippocampusQueue(2, forgetting_decay=0.9)
-    for b in range(3):
+    for _ in range(3):
         queue.push(torch.randn(3, 4))
     state = queue.state_dict()
     other = HippocampusQueue(2, forgetting_decay=0.9)
@@ -283,7 +283,7 @@ def test_an_interrupted_run_resumes_with_the_same_queue_and_ends_as_an_uninterru
     assert result.resumed_from_step == 4
     assert crash.queue_at_first_step == 3  # restored: a fresh queue would hold 1 batch after one step
     assert result.losses == ref_result.losses
-    for (name, a), (_, b) in zip(reference.model.state_dict().items(), resumed.model.state_dict().items()):
+    for (name, a), (_, b) in zip(reference.model.state_dict().items(), resumed.model.state_dict().items(), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
     ref_queue, got_queue = reference.loss.queue.contents(), resumed.loss.queue.contents()
     torch.testing.assert_close(ref_queue[0], got_queue[0], rtol=0, atol=0)

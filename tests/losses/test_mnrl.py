@@ -48,7 +48,7 @@ def value_and_grads(loss_fn, cols):
 
 
 @pytest.mark.parametrize("m", [0, 1, 2])
-@pytest.mark.parametrize("similarity,scale,std", [("cos", 20.0, 1.0), ("cos", 1.0, 1.0), ("dot", 20.0, 0.3), ("dot", 1.0, 1.0)])
+@pytest.mark.parametrize(("similarity", "scale", "std"), [("cos", 20.0, 1.0), ("cos", 1.0, 1.0), ("dot", 20.0, 0.3), ("dot", 1.0, 1.0)])
 def test_value_and_gradients_match_loop_reference(m, similarity, scale, std):
     cols = make_batch(m=m, seed=m, std=std)
     ours, ours_grads = value_and_grads(
@@ -57,7 +57,7 @@ def test_value_and_gradients_match_loop_reference(m, similarity, scale, std):
     ref, ref_grads = value_and_grads(lambda c: mnrl_reference(c[0], c[1], c[2:], scale, similarity), cols)
     assert ours > 0
     torch.testing.assert_close(ours, ref, rtol=1e-10, atol=1e-12)
-    for got, want in zip(ours_grads, ref_grads):
+    for got, want in zip(ours_grads, ref_grads, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-12)
 
 
@@ -132,7 +132,7 @@ def as_features(cols):
 
 
 @pytest.mark.parametrize("m", [0, 1, 3])
-@pytest.mark.parametrize("similarity,st_similarity,scale", [("cos", cos_sim, 20.0), ("dot", dot_score, 1.0)])
+@pytest.mark.parametrize(("similarity", "st_similarity", "scale"), [("cos", cos_sim, 20.0), ("dot", dot_score, 1.0)])
 def test_module_matches_sentence_transformers(m, similarity, st_similarity, scale):
     """Same embeddings through both modules' forward (sentence-transformers' default directions/partition)."""
     cols = make_batch(n=6, d=8, m=m, seed=10 + m, std=0.5)
@@ -142,7 +142,7 @@ def test_module_matches_sentence_transformers(m, similarity, st_similarity, scal
     ours_value, ours_grads = value_and_grads(lambda c: ours(as_features(c), None), cols)
     theirs_value, theirs_grads = value_and_grads(lambda c: theirs(as_features(c), None), cols)
     torch.testing.assert_close(ours_value, theirs_value, rtol=1e-12, atol=1e-14)
-    for got, want in zip(ours_grads, theirs_grads):
+    for got, want in zip(ours_grads, theirs_grads, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-14)
 
 

@@ -62,13 +62,13 @@ def grads(value, cols):
 
 
 @pytest.mark.parametrize("phi", [0.0, 0.03, -0.05, 1.0])
-@pytest.mark.parametrize("negatives,scale", [(0, 1.0), (1, 1.0), (1, 20.0), (2, 5.0)])
+@pytest.mark.parametrize(("negatives", "scale"), [(0, 1.0), (1, 1.0), (1, 20.0), (2, 5.0)])
 def test_entropy_loss_matches_the_loop_reference_values_and_gradients(phi, negatives, scale):
     cols = batch(columns=2 + negatives, seed=negatives)
     ours = entropy_loss(cols[0], cols[1], cols[2:], phi=phi, scale=scale)
     ref = entropy_reference(cols[0], cols[1], cols[2:], phi=phi, scale=scale)
     torch.testing.assert_close(ours, ref, rtol=1e-10, atol=1e-12)
-    for got, want in zip(grads(ours, cols), grads(ref, cols)):
+    for got, want in zip(grads(ours, cols), grads(ref, cols), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-12)
 
 
@@ -90,7 +90,7 @@ def test_phi_zero_is_eq1_and_equals_sentence_transformers_mnrl(negatives):
     ours = EntropyLoss(model, phi=0.0, scale=20.0)(features, None)
     theirs = STMultipleNegativesRankingLoss(model, scale=20.0)(features, None)
     torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-14)
-    for got, want in zip(grads(ours, cols), grads(theirs, cols)):
+    for got, want in zip(grads(ours, cols), grads(theirs, cols), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-14)
 
 
@@ -113,7 +113,7 @@ def test_the_entropy_term_has_the_sign_the_text_describes():
         assert not torch.isclose(value, entropy_loss(q, i, phi=0.5, scale=1.0), atol=1e-4), name
 
 
-@pytest.mark.parametrize("n_models,negatives,scale", [(0, 0, 1.0), (1, 0, 1.0), (2, 1, 20.0), (4, 0, 3.0)])
+@pytest.mark.parametrize(("n_models", "negatives", "scale"), [(0, 0, 1.0), (1, 0, 1.0), (2, 1, 20.0), (4, 0, 3.0)])
 def test_regulator_loss_matches_the_loop_reference(n_models, negatives, scale):
     cols = batch(columns=2 + negatives, seed=n_models)
     g = torch.Generator().manual_seed(100 + n_models)
@@ -122,7 +122,7 @@ def test_regulator_loss_matches_the_loop_reference(n_models, negatives, scale):
     ours = regulator_loss(cols[0], cols[1], aug_q, aug_i, scale=scale, hard_negatives=cols[2:])
     ref = regulator_reference(cols[0], cols[1], aug_q, aug_i, cols[2:], scale=scale)
     torch.testing.assert_close(ours, ref, rtol=1e-10, atol=1e-12)
-    for got, want in zip(grads(ours, cols), grads(ref, cols)):
+    for got, want in zip(grads(ours, cols), grads(ref, cols), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-12)
 
 

@@ -25,11 +25,11 @@ def nli_batch(shared_data):
     record = load("snli", "dev", data_dir=shared_data)
     names = list(record.label_names)
     found: dict[str, dict[str, str]] = {}
-    for premise, hypothesis, label in zip(record.sentences1, record.sentences2, record.labels):
+    for premise, hypothesis, label in zip(record.sentences1, record.sentences2, record.labels, strict=True):
         found.setdefault(premise, {}).setdefault(names[label], hypothesis)
     rows = [(p, h["entailment"], h["contradiction"]) for p, h in found.items() if {"entailment", "contradiction"} <= set(h)]
     assert len(rows) >= BATCH
-    return [list(column) for column in zip(*rows[:BATCH])]
+    return [list(column) for column in zip(*rows[:BATCH], strict=True)]
 
 
 def test_the_base_models_eq1_loss_is_near_uniform_at_scale_1_and_informative_at_scale_20(nli_batch):

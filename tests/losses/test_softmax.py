@@ -61,7 +61,7 @@ def test_value_and_gradients_match_loop_reference(concatenation, bias):
     ours = softmax_loss(u, v, labels, weight, b, concatenation=concatenation)
     ref = softmax_reference(u, v, labels, weight, b, concatenation)
     torch.testing.assert_close(ours, ref, rtol=1e-10, atol=1e-12)
-    for got, want in zip(torch.autograd.grad(ours, leaves), torch.autograd.grad(ref, leaves)):
+    for got, want in zip(torch.autograd.grad(ours, leaves), torch.autograd.grad(ref, leaves), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-12)
 
 
@@ -91,7 +91,7 @@ class EmbeddingColumns(nn.Module):
 
 
 @pytest.mark.parametrize(
-    "concatenation,st_flags",
+    ("concatenation", "st_flags"),
     [
         (("u", "v", "|u-v|"), {}),
         (("u", "v", "|u-v|", "u*v"), {"concatenation_sent_multiplication": True}),
@@ -116,7 +116,7 @@ def test_module_matches_sentence_transformers(concatenation, st_flags):
         results.append((value.detach(), torch.autograd.grad(value, leaves)))
     (ours_value, ours_grads), (theirs_value, theirs_grads) = results
     torch.testing.assert_close(ours_value, theirs_value, rtol=1e-12, atol=1e-14)
-    for got, want in zip(ours_grads, theirs_grads):
+    for got, want in zip(ours_grads, theirs_grads, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-14)
 
 
@@ -159,4 +159,4 @@ def test_bad_labels_and_columns_are_config_errors():
     with pytest.raises(ConfigError, match="integer class indices"):
         loss(features, torch.zeros(5))
     with pytest.raises(ConfigError, match="sentence A, sentence B"):
-        loss(features + [{"sentence_embedding": u}], torch.zeros(5, dtype=torch.long))
+        loss([*features, {"sentence_embedding": u}], torch.zeros(5, dtype=torch.long))

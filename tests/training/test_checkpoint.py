@@ -123,7 +123,7 @@ def test_refuses_objects_and_reports_missing_files(tmp_path):
         save_state(tmp_path, {"x": object()})
     with pytest.raises(ConfigError, match="share the name"):
         save_state(tmp_path, {"d": {0: torch.ones(1), "0": torch.ones(1)}})
-    with pytest.raises(DataFormatError, match="state.safetensors"):
+    with pytest.raises(DataFormatError, match=r"state\.safetensors"):
         load_state(tmp_path / "nowhere")
 
 

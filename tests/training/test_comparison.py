@@ -81,7 +81,7 @@ def test_stage_seconds_leave_out_geometry_measuring(tmp_path):
     assert stage_seconds(tmp_path) == 10.0
     (tmp_path / "geometry.json").write_text(json.dumps([{"step": 0, "seconds": 1.5}, {"step": 5, "seconds": 2.0}]))
     assert stage_seconds(tmp_path) == pytest.approx(6.5)
-    with pytest.raises(ValueError, match="artifact.json"):
+    with pytest.raises(ValueError, match=r"artifact\.json"):
         stage_seconds(tmp_path / "missing")
 
 

@@ -145,7 +145,7 @@ def test_faq_variant_on_a_cough_format_fixture():
     assert fingerprint(initial()) != fingerprint(base())  # the entropy models start from the initial model
     entropy_config = TrainingConfig(batch_size=8, max_steps=3, seed=0, log_steps=1)
     augmented = augment(initial, data, [0.01, 0.02], entropy_config, scale=20.0, show_progress=False)
-    model, final = train_final_model(base, data, augmented.stores_for([0.01, 0.02]),
+    _, final = train_final_model(base, data, augmented.stores_for([0.01, 0.02]),
                                      TrainingConfig(batch_size=8, max_steps=2, seed=0, log_steps=1), scale=20.0,
                                      evaluator=dev_map)
     assert final.trained and 0.0 <= final.final_metrics["map"] <= 1.0

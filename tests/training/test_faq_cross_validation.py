@@ -73,7 +73,7 @@ def test_table2_protocol_runs_the_faq_variant_per_fold_and_averages_over_folds(b
         assert table.per_fold[row][0]["Acc@1"] <= table.per_fold[row][0]["Acc@3"] <= table.per_fold[row][0]["Acc@5"]
 
     # the base row, recomputed independently: each fold's test questions rank all 24 answers (percent)
-    for fold, values in zip(folds, table.per_fold[BASE]):
+    for fold, values in zip(folds, table.per_fold[BASE], strict=True):
         test = bank.take(fold.rows(bank, "test"))
         assert len(test.corpus) == 24 and list(test.queries) == list(fold.test)
         result = evaluate_retrieval(test, lambda t: encode(base(), t, cache=False, precision="fp32"),

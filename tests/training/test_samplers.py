@@ -83,11 +83,11 @@ def test_seeded_and_epochs_differ():
         sampler.seed(11)
         plans.append([sampler.epoch_batches(data, 8) for _ in range(2)])
     first, second = plans
-    assert all(np.array_equal(a, b) for e1, e2 in zip(first, second) for a, b in zip(e1, e2))
-    assert not all(np.array_equal(a, b) for a, b in zip(first[0], first[1]))  # a new order every epoch
+    assert all(np.array_equal(a, b) for e1, e2 in zip(first, second, strict=True) for a, b in zip(e1, e2, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(first[0], first[1], strict=True))  # a new order every epoch
     other = NoDuplicatesBatchSampler()
     other.seed(12)
-    assert not all(np.array_equal(a, b) for a, b in zip(first[0], other.epoch_batches(data, 8)))
+    assert not all(np.array_equal(a, b) for a, b in zip(first[0], other.epoch_batches(data, 8), strict=True))
 
 
 def test_drop_last_and_sequential_order():
@@ -112,7 +112,7 @@ def test_state_round_trip_through_a_checkpoint_continues_identically(tmp_path):
     restored.load_state_dict(load_state(tmp_path))
     assert restored.epoch == 1
     got = restored.epoch_batches(data, 8)
-    assert all(np.array_equal(a, b) for a, b in zip(expected, got))
+    assert all(np.array_equal(a, b) for a, b in zip(expected, got, strict=True))
 
 
 class ByFirstCoordinate(BatchSampler):
@@ -151,7 +151,7 @@ class Broken(BatchSampler):
 
 
 @pytest.mark.parametrize(
-    "batches, message",
+    ("batches", "message"),
     [
         ([[0, 1, 2]], "expected 1 to 2"),
         ([[0, 1], [1, 2]], "repeats a row"),

@@ -66,8 +66,8 @@ def test_each_epoch_is_a_permutation_seeded_and_deterministic(sampler):
         assert all(len(b) <= 10 for b in batches)
     sampler.seed(3)
     again = [sampler.epoch_batches(data, 10, encode) for _ in range(2)]
-    for a, b in zip(first, again):
-        assert all(np.array_equal(u, v) for u, v in zip(a, b))
+    for a, b in zip(first, again, strict=True):
+        assert all(np.array_equal(u, v) for u, v in zip(a, b, strict=True))
 
 
 def test_example_based_groups_hold_nearest_neighbours():
@@ -128,7 +128,7 @@ def test_resume_mid_run_replays_the_same_plan():
         restored = make()
         restored.load_state_dict(state)
         replay = restored.epoch_batches(data, 8, encode)
-        assert all(np.array_equal(u, v) for u, v in zip(expected, replay))
+        assert all(np.array_equal(u, v) for u, v in zip(expected, replay, strict=True))
 
 
 def test_group_by_keys_is_algorithm_2():

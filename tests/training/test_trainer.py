@@ -396,8 +396,8 @@ def test_bad_inputs_are_refused(pairs):
         Trainer(model, NeedsScores(model), pairs)
     with pytest.raises(ConfigError, match="TrainingData"):
         Trainer(model, MultipleNegativesRankingLoss(model), [("a", "b")])
+    labelled = TrainingData({"a": ["x", "y"], "b": ["u", "v"]}, labels=[0, 1])
     with pytest.raises(ConfigError, match="takes no labels"):
-        labelled = TrainingData({"a": ["x", "y"], "b": ["u", "v"]}, labels=[0, 1])
         Trainer(model, MultipleNegativesRankingLoss(model), labelled, TrainingConfig(batch_size=2)).step_gradients([[0, 1]])
 
 

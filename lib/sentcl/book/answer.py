@@ -41,7 +41,9 @@ def _verdict(table: pd.DataFrame, words: str, states, profile: str) -> str:
     cells = table.set_index(["row", "column"])
     seeds = len(cells.loc[(BASELINE, "Average"), "seeds"]) if (BASELINE, "Average") in cells.index else 0
     base_mean, base_std = _cell(cells, BASELINE, "Average")
-    lines, better, worse = [], [], []
+    lines: list[str] = []
+    better: list[str] = []
+    worse: list[str] = []
     for method in NEWER:
         if (method, "Average") not in cells.index:
             continue

@@ -103,14 +103,15 @@ def read_geometry(path: str | os.PathLike) -> pd.DataFrame:
     path = Path(path)
     rows = []
     for line, rec in _read_csv(path, GEOMETRY_COLUMNS):
+        row: dict[str, Any] = rec  # the measures become numbers (or None)
         if rec["point"] not in POINTS:
             raise DataFormatError(path, line, f"point one of {', '.join(POINTS)}", rec["point"])
-        for name in MEASURES + ("step", "seed"):
+        for name in (*MEASURES, "step", "seed"):
             empty = not rec[name] and name not in REQUIRED
-            rec[name] = None if empty else _number(path, line, name, rec[name])
-        if rec["point"] == "trajectory" and rec["step"] is None:
+            row[name] = None if empty else _number(path, line, name, rec[name])
+        if rec["point"] == "trajectory" and row["step"] is None:
             raise DataFormatError(path, line, "the step of a trajectory point", "an empty step")
-        rows.append(rec)
+        rows.append(row)
     frame = pd.DataFrame(rows, columns=list(GEOMETRY_COLUMNS))
     for name in MEASURES:
         frame[name] = frame[name].astype(float)
@@ -153,7 +154,7 @@ def alignment_uniformity_figure(frame: pd.DataFrame, title: str = ""):
     if finals.empty and paths.empty:
         raise ConfigError("no geometry points to draw (no chapter recorded any)")
     fig, ax = plt.subplots(figsize=(9, 6.5))
-    markers = dict(zip(sorted(set(finals["chapter"])), "osD^vP*X"))
+    markers = dict(zip(sorted(set(finals["chapter"])), "osD^vP*X", strict=False))  # spare markers left over
     colours = plt.get_cmap("tab10")
     for i, ((chapter, model, seed), path) in enumerate(paths.groupby(["chapter", "model", "seed"], sort=False, dropna=False)):
         path = path.sort_values("step")
@@ -202,7 +203,7 @@ def anisotropy_figure(frame: pd.DataFrame, title: str = ""):
         (axes[1], "top_variance_share", "share of the variance\nin the top dimensions"),
     ):
         ax.barh(list(positions), finals[column], color=bar_colours)
-        for y, value in zip(positions, finals[column]):
+        for y, value in zip(positions, finals[column], strict=True):
             if not math.isnan(value):
                 ax.annotate(f"{value:.3f}", (value, y), xytext=(2, 0), textcoords="offset points", va="center", fontsize=7)
         ax.set_title(label, fontsize=10)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import ConfigError
 from ..io import atomic_path, atomic_write_json, read_json
 from .results import current_run_id, paper_values
 
@@ -57,7 +58,7 @@ def agreement(points: float, thresholds: Sequence[float] = THRESHOLDS) -> str | 
         return None
     good, fair = thresholds
     if not 0 <= good <= fair:
-        raise ValueError(f"thresholds must satisfy 0 <= agrees <= close, got {tuple(thresholds)}")
+        raise ConfigError(f"thresholds must satisfy 0 <= agrees <= close, got {tuple(thresholds)}")
     size = abs(points)
     return "agrees" if size <= good else "close" if size <= fair else "differs"
 
@@ -99,8 +100,8 @@ def compare(
     merged["delta"] = merged["value"] - merged["paper_value"]
     merged["points"] = merged["delta"] * 100.0 / merged["scale"]
     merged["status"] = merged["kind"].where(merged["_merge"] != "left_only", "cited")
-    merged["judged"] = [judged(p, s) for p, s in zip(merged["profile"], merged["status"])]
-    merged["agreement"] = [agreement(p, thresholds) if j else None for p, j in zip(merged["points"], merged["judged"])]
+    merged["judged"] = [judged(p, s) for p, s in zip(merged["profile"], merged["status"], strict=True)]
+    merged["agreement"] = [agreement(p, thresholds) if j else None for p, j in zip(merged["points"], merged["judged"], strict=True)]
     merged = merged.drop(columns="_merge")
     return _in_paper_order(merged, paper, ours)
 
@@ -114,9 +115,9 @@ def _in_paper_order(merged: pd.DataFrame, paper: pd.DataFrame, ours: pd.DataFram
         return {k: i for i, k in reversed(list(enumerate(keys)))}
 
     table = first(seen["table"])
-    row = first(zip(seen["table"], seen["row"]))
-    column = first(zip(seen["table"], seen["column"]))
-    rank = [(table[t], row[(t, r)], column[(t, c)]) for t, r, c in zip(merged["table"], merged["row"], merged["column"])]
+    row = first(zip(seen["table"], seen["row"], strict=True))
+    column = first(zip(seen["table"], seen["column"], strict=True))
+    rank = [(table[t], row[(t, r)], column[(t, c)]) for t, r, c in zip(merged["table"], merged["row"], merged["column"], strict=True)]
     return merged.iloc[sorted(range(len(merged)), key=rank.__getitem__)].reset_index(drop=True)
 
 
@@ -130,14 +131,14 @@ def comparison_frame(compared: pd.DataFrame, table: str) -> pd.DataFrame:
     and 'Δ' (only the lines that exist for that row), the paper's columns, numbers."""
     part = compared[compared["table"] == table]
     if part.empty:
-        raise KeyError(f"no table {table!r}; tables: {tables(compared)}")
+        raise ConfigError(f"no table {table!r}; tables: {tables(compared)}")
     columns = list(dict.fromkeys(part["column"]))
     lines: dict[tuple[str, str], dict[str, float]] = {}
     for row in dict.fromkeys(part["row"]):
         cells = part[part["row"] == row]
         for line, col in (("paper", "paper_value"), ("ours", "value"), ("Δ", "delta")):
             if cells[col].notna().any():
-                lines[(row, line)] = dict(zip(cells["column"], cells[col]))
+                lines[(row, line)] = dict(zip(cells["column"], cells[col], strict=True))
     frame = pd.DataFrame.from_dict(lines, orient="index", columns=columns)
     frame.index = pd.MultiIndex.from_tuples(frame.index, names=["model", "line"])
     return frame
@@ -205,7 +206,7 @@ def comparison_table(
             labels.append(f"ours · {what}" + (f" · {seeds} seeds" if seeds > 1 else ""))
         else:
             labels.append("Δ")
-        for col, cell in zip(frame.columns, cells):
+        for col, cell in zip(frame.columns, cells, strict=True):
             if cell is None:
                 continue
             digits = 2 if cell.scale == 100 else 3
@@ -220,7 +221,7 @@ def comparison_table(
             if line in ("ours", "Δ") and cell.judged and cell.agreement in COLOURS:
                 css.loc[(row, line), col] = f"background-color: {COLOURS[cell.agreement]}; color: #111"
     text.index = pd.MultiIndex.from_tuples(
-        [(row, label) for (row, _), label in zip(frame.index, labels)], names=["model", ""]
+        [(row, label) for (row, _), label in zip(frame.index, labels, strict=True)], names=["model", ""]
     )
     css.index = text.index
     styler = (
@@ -277,7 +278,7 @@ def legend(part: pd.DataFrame, thresholds: Sequence[float] = THRESHOLDS) -> list
     for data in dict.fromkeys(done["data"].dropna()):
         if data:
             items.append(f"Data: {public_text(data)}.")
-    for row, note in dict.fromkeys(zip(done["row"], done["note"].fillna(""))):
+    for row, note in dict.fromkeys(zip(done["row"], done["note"].fillna(""), strict=True)):
         if note:
             items.append(f"{row}: {public_text(note)}")
     return items
@@ -321,12 +322,13 @@ def averages_chart(
 
     part = compared[(compared["table"] == table) & (compared["column"] == column)]
     if part.empty:
-        raise KeyError(f"{table} has no column {column!r}")
+        columns = list(dict.fromkeys(compared.loc[compared["table"] == table, "column"]))
+        raise ConfigError(f"{table} has no column {column!r}; its columns: {columns}")
     order = list(rows) if rows is not None else list(dict.fromkeys(part["row"]))
     cells = part.set_index("row").reindex(order)
     missing = [r for r in order if r not in set(part["row"])]
     if missing:
-        raise KeyError(f"{table} has no rows {missing}")
+        raise ConfigError(f"{table} has no rows {missing} in {column!r}; its rows: {list(dict.fromkeys(part['row']))}")
     y = np.arange(len(order))
     h = 0.38
     fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(order) + 1.3))
@@ -339,7 +341,7 @@ def averages_chart(
         hatch=["//" if s else "" for s in sample] if sample.any() else None,
     )
     digits = 2 if float(cells["scale"].iloc[0]) == 100 else 3
-    for yi, (p, o) in enumerate(zip(paper_vals, ours_vals)):
+    for yi, (p, o) in enumerate(zip(paper_vals, ours_vals, strict=True)):
         for v, off in ((p, -h / 2), (o, h / 2)):
             if not math.isnan(v):
                 ax.text(v, yi + off, f" {v:.{digits}f}", va="center", fontsize=7)
@@ -365,7 +367,7 @@ def save_figure(fig, out_dir: str | os.PathLike, chapter: str, name: str, captio
     with ``<name>.json`` holding the caption and the run id the book shows it with.
     Returns the PNG's path."""
     if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-        raise ValueError(f"figure name {name!r}: use letters, digits, '-' and '_'")
+        raise ConfigError(f"figure name {name!r}: use letters, digits, '-' and '_'")
     folder = figures_dir(out_dir, chapter)
     for ext in ("png", "svg"):
         with atomic_path(folder / f"{name}.{ext}") as tmp:
@@ -408,7 +410,7 @@ def public_text(text: object, known: Mapping[str, str] | None = None, generic: b
     for path in sorted(known or {}, key=len, reverse=True):
         label = (known or {})[path]
         path = path.rstrip("/\\") or path
-        text = re.sub(re.escape(path) + r"(?=$|[/\\\s\"',;:)\]}<>`]|\.(?!\w))", lambda _m, label=label: label, text)
+        text = re.sub(re.escape(path) + r"(?=$|[/\\\s\"',;:)\]}<>`]|\.(?!\w))", lambda _m, label=label: label, text)  # type: ignore[misc]  # mypy cannot type a lambda's default
     return _LOCAL_PATH.sub(_last_part, text) if generic else text
 
 

@@ -85,9 +85,9 @@ def read_paper_values(path: str | os.PathLike) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, str, str], int] = {}
     for line, rec in _read_csv(path, PAPER_COLUMNS):
-        for key in ("table", "row", "column"):
-            if not rec[key].strip():
-                raise DataFormatError(path, line, f"a non-empty {key!r}", rec[key])
+        for field in ("table", "row", "column"):
+            if not rec[field].strip():
+                raise DataFormatError(path, line, f"a non-empty {field!r}", rec[field])
         value = _number(path, line, "value", rec["value"])
         scale = _number(path, line, "scale", rec["scale"])
         if scale not in (1.0, 100.0):
@@ -278,9 +278,9 @@ def _read_result_rows(path: Path, chapter: str) -> list[dict[str, str]]:
     for line, rec in _read_csv(path, RESULT_COLUMNS):
         if rec["chapter"] != chapter:
             raise DataFormatError(path, line, f"chapter {chapter!r} (the file's name)", rec["chapter"])
-        for key in ("table", "row", "column", "run_id"):
-            if not rec[key].strip():
-                raise DataFormatError(path, line, f"a non-empty {key!r}", rec[key])
+        for field in ("table", "row", "column", "run_id"):
+            if not rec[field].strip():
+                raise DataFormatError(path, line, f"a non-empty {field!r}", rec[field])
         _number(path, line, "value", rec["value"])
         if rec["std"]:
             _number(path, line, "std", rec["std"])
@@ -315,7 +315,7 @@ def _read_csv(path: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[st
                 continue
             if len(rec) != len(columns):
                 raise DataFormatError(path, line, f"{len(columns)} fields", f"{len(rec)} fields: {','.join(rec)}")
-            yield line, dict(zip(columns, rec))
+            yield line, dict(zip(columns, rec, strict=True))
 
 
 def _number(path: Path, line: int, name: str, text: str) -> float:

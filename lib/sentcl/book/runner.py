@@ -84,9 +84,10 @@ def notebook_parameters(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: parameters cell line {exc.lineno}: {exc.msg}") from None
     params: dict[str, Any] = {}
     for node in tree.body:
-        target, value = _assignment(node)
-        if target is None:
+        assignment = _assignment(node)
+        if assignment is None:
             raise ConfigError(f"{path}: parameters cell line {node.lineno}: expected NAME = literal, found {ast.unparse(node)!r}")
+        target, value = assignment
         try:
             params[target] = ast.literal_eval(value)
         except ValueError:
@@ -99,12 +100,12 @@ def notebook_parameters(path: Path) -> dict[str, Any]:
     return params
 
 
-def _assignment(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
+def _assignment(node: ast.stmt) -> tuple[str, ast.expr] | None:
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         return node.targets[0].id, node.value
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
         return node.target.id, node.value
-    return None, None
+    return None
 
 
 def check_value(name: str, value: Any, default: Any, where: str) -> Any:
@@ -360,7 +361,7 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
             (o.chapter, o.status, pages.duration(o.wall_time_s), "-" if o.peak_memory_mb is None else f"{o.peak_memory_mb:.0f} MiB", str(shown))
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     text.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(text)
 
@@ -368,8 +369,8 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
 # --------------------------------------------------------------------------- command
 
 
-def register(subparsers, name: str, help: str) -> None:  # noqa: A002 - argparse's word
-    p = subparsers.add_parser(name, help=help, description=__doc__.split("\n\n")[0])
+def register(subparsers, name: str, summary: str) -> None:
+    p = subparsers.add_parser(name, help=summary, description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", choices=PROFILES, default="demo", help="parameter set: smoke, demo (default) or paper")
     p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(CHAPTERS)})")
     p.add_argument("--data-dir", help="the data root (default: $SENTCL_DATA; demo falls back to data/samples)")

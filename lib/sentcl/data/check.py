@@ -130,7 +130,7 @@ def format_table(results: list[SplitCheck]) -> str:
     lines = []
     for row in rows:
         cells = [row[i].rjust(widths[i]) if i in (2, 3) else row[i].ljust(widths[i]) for i in range(5)]
-        lines.append("  ".join(cells + [row[5]]).rstrip())
+        lines.append("  ".join([*cells, row[5]]).rstrip())
     lines.insert(1, "-" * max(len(line) for line in lines))
     return "\n".join(lines)
 

@@ -9,8 +9,8 @@ from ..paths import data_root
 from .registry import registry
 
 
-def register(subparsers, name: str = "data", help: str = "inspect, check and download datasets") -> None:
-    parser = subparsers.add_parser(name, help=help, description=help)
+def register(subparsers, name: str = "data", summary: str = "inspect, check and download datasets") -> None:
+    parser = subparsers.add_parser(name, help=summary, description=summary)
     sub = parser.add_subparsers(dest="data_command", metavar="COMMAND")
     sub.required = True
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -78,7 +79,7 @@ def fetch(url: str, dest: Path, sha256: str | None = None) -> Path:
     """Download ``url`` (http, https or file) to ``dest`` with a progress bar and check
     its sha256 when given; a mismatch is an error naming the URL."""
     try:
-        response = urllib.request.urlopen(url, timeout=60)  # noqa: S310 (URLs come from the registry)
+        response = urllib.request.urlopen(url, timeout=60)
     except (OSError, ValueError) as exc:
         raise SentclError(f"cannot download {url}: {exc}") from None
     digest = hashlib.sha256()
@@ -158,7 +159,7 @@ def hub_nli_to_jsonl(parquet: Path, dest: Path, where: str) -> None:
     with source, open(dest, "w", encoding="utf-8") as out:
         for batch in source.iter_batches(columns=list(HUB_NLI_COLUMNS)):  # streamed: MultiNLI train is 214 MB
             premises, hypotheses, labels = (batch.column(c).to_pylist() for c in HUB_NLI_COLUMNS)
-            for premise, hypothesis, label in zip(premises, hypotheses, labels):
+            for premise, hypothesis, label in zip(premises, hypotheses, labels, strict=True):
                 row += 1
                 out.write(json.dumps(_hub_nli_row(premise, hypothesis, label, f"{where} row {row}"), ensure_ascii=False))
                 out.write("\n")
@@ -180,16 +181,6 @@ def _hub_nli_row(premise: object, hypothesis: object, label: object, where: str)
 
 # --------------------------------------------------------------------------------------
 # Archives
-
-
-def _members(archive: Path) -> tuple[list[str], Any]:
-    if zipfile.is_zipfile(archive):
-        zf = zipfile.ZipFile(archive)
-        return [n for n in zf.namelist() if not n.endswith("/")], zf
-    if tarfile.is_tarfile(archive):
-        tf = tarfile.open(archive)
-        return [m.name for m in tf.getmembers() if m.isfile()], tf
-    raise DataFormatError(archive, None, "a zip or tar archive", "neither")
 
 
 def _find(names: list[str], wanted: str, archive: str) -> str:
@@ -216,11 +207,15 @@ def _read_member(handle: Any, member: str) -> bytes:
 
 @contextlib.contextmanager
 def open_archive(archive: Path) -> Iterator[tuple[list[str], Any]]:
-    names, handle = _members(archive)
-    try:
-        yield names, handle
-    finally:
-        handle.close()
+    """The archive's file members and its open handle (zip or tar), closed on leaving."""
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            yield [n for n in zf.namelist() if not n.endswith("/")], zf
+    elif tarfile.is_tarfile(archive):
+        with tarfile.open(archive) as tf:
+            yield [m.name for m in tf.getmembers() if m.isfile()], tf
+    else:
+        raise DataFormatError(archive, None, "a zip or tar archive", "neither")
 
 
 def _byte_lines(data: bytes) -> list[bytes]:
@@ -279,7 +274,7 @@ def step_sts_paste(step: dict, sources: list[Path], folder: Path) -> None:
                     f"{step['url']}!{gs_name}", None, f"{len(pairs)} lines, one per input pair", f"{len(gs)} lines"
                 )
             rows = []
-            for number, (score, pair) in enumerate(zip(gs, pairs), start=1):
+            for number, (score, pair) in enumerate(zip(gs, pairs, strict=True), start=1):
                 fields = pair.split("\t")
                 if len(fields) < 2:
                     raise DataFormatError(f"{step['url']}!{input_name}", number, "two tab-separated sentences", pair)
@@ -288,16 +283,16 @@ def step_sts_paste(step: dict, sources: list[Path], folder: Path) -> None:
 
 
 def step_paste_columns(step: dict, sources: list[Path], folder: Path) -> None:
-    columns = [_text_lines(p.read_bytes(), url) for p, url in zip(sources, step["urls"])]
+    columns = [_text_lines(p.read_bytes(), url) for p, url in zip(sources, step["urls"], strict=True)]
     if len({len(c) for c in columns}) != 1:
         raise DataFormatError(
             step["urls"][0],
             None,
             "files with the same number of lines",
-            str({url: len(c) for url, c in zip(step["urls"], columns)}),
+            str({url: len(c) for url, c in zip(step["urls"], columns, strict=True)}),
         )
     rows = ["\t".join(step["header"]) + "\n"]
-    rows += ["\t".join(field.rstrip(" ") for field in fields) + "\n" for fields in zip(*columns)]
+    rows += ["\t".join(field.rstrip(" ") for field in fields) + "\n" for fields in zip(*columns, strict=True)]
     _target(folder, step["to"]).write_text("".join(rows), encoding="utf-8")
 
 
@@ -319,7 +314,7 @@ def step_split_rows(step: dict, sources: list[Path], folder: Path) -> None:
 
 def step_head_lines(step: dict, sources: list[Path], folder: Path) -> None:
     with open(folder / step["from"], "rb") as src:
-        head = [line for _, line in zip(range(step["lines"]), src)]
+        head = list(itertools.islice(src, step["lines"]))
     if len(head) < step["lines"]:
         raise DataFormatError(folder / step["from"], None, f"at least {step['lines']} lines", f"{len(head)} lines")
     _target(folder, step["to"]).write_bytes(b"".join(head))
@@ -346,7 +341,7 @@ def step_outputs(step: dict) -> list[str]:
         return list(step["subsets"])
     if action == "split_rows":
         return [part["to"] for part in step["parts"]]
-    raise ConfigError(f"unknown download action {action!r}; valid: {sorted(STEPS) + ['requires']}")
+    raise ConfigError(f"unknown download action {action!r}; valid: {[*sorted(STEPS), 'requires']}")
 
 
 def _step_urls(step: dict) -> list[tuple[str, str | None]]:
@@ -407,7 +402,7 @@ def download(name: str, data_dir: str | Path | None = None, *, force: bool = Fal
         elif action in STEPS:
             steps.append(step)
         else:
-            raise ConfigError(f"{name}: unknown download action {action!r}; valid: {sorted(STEPS) + ['requires']}")
+            raise ConfigError(f"{name}: unknown download action {action!r}; valid: {[*sorted(STEPS), 'requires']}")
     hub_files = fetch_hub(entry.hub) if hub and entry.hub else {}
     if hub_files:
         steps = _steps_besides_hub(entry, steps, set(hub_files))
@@ -446,6 +441,7 @@ def _run_steps(entry: DatasetInfo, steps: list[dict], root: Path, hub_files: dic
         fetched.mkdir()
         produced: set[str] = set()
         for to, parquet in hub_files.items():
+            assert entry.hub is not None  # hub_files come from it
             hub_nli_to_jsonl(parquet, _target(folder, to), entry.hub.url(entry.hub.files[to].path))
             produced.add(to)
         by_url: dict[str, Path] = {}

@@ -167,12 +167,12 @@ def from_hf(
         raise ConfigError("from_hf: pass name= and split= (the dataset does not record them)")
     provenance = _provenance(dataset.info.description)
     dropped = Counter(provenance.get("dropped", {}))
-    meta = {"name": name, "split": split, "sources": list(provenance.get("sources", [])),
+    meta: dict[str, Any] = {"name": name, "split": split, "sources": list(provenance.get("sources", [])),
             "sample": bool(provenance.get("sample", False))}
     if kind == "scored_pairs":
         n = len(dataset)
-        record = ScoredPairs(
-            sentences1=reader.texts("sentence1"), sentences2=reader.texts("sentence2"), scores=reader.scores("score"),
+        record: ScoredPairs | LabelledPairs | Triplets | Sentences = ScoredPairs(
+            sentences1=reader.texts("sentence1"), sentences2=reader.texts("sentence2"), scores=np.asarray(reader.scores("score")),
             subsets=reader.texts("subset") if reader.has("subset") else [name] * n, **meta,
         )
     elif kind == "labelled_pairs":
@@ -181,7 +181,7 @@ def from_hf(
         dropped["no_gold_label"] += len(labels) - len(keep)
         s1, s2 = reader.texts("sentence1"), reader.texts("sentence2")
         record = LabelledPairs(
-            sentences1=[s1[i] for i in keep], sentences2=[s2[i] for i in keep], labels=[labels[i] for i in keep],
+            sentences1=[s1[i] for i in keep], sentences2=[s2[i] for i in keep], labels=np.asarray([labels[i] for i in keep]),
             label_names=names, **meta,
         )
     elif kind == "triplets":
@@ -203,7 +203,7 @@ def _training_data(reader: _Reader, mapping: dict[str, str], name: str | None) -
     return TrainingData(
         columns={c: reader.texts(c) for c in text_columns},
         labels=reader.numbers("label", "an integer or float label column") if reader.has("label") else None,
-        ids=reader.numbers("id", "an integer id column", integers=True) if reader.has("id") else None,
+        ids=reader.numbers("id", "an integer id column", integers=True) if reader.has("id") else None,  # type: ignore[arg-type]  # None: ids 0 … n-1
         name=name or reader.dataset.info.dataset_name or "train",
     )
 

@@ -71,12 +71,12 @@ def anchor_triplets(data: TrainingData, *, threshold: float = 0.5, name: str | N
         raise ConfigError(f"{data.name}: anchor_triplets needs two text columns and labels")
     first, second = (data.columns[c] for c in data.column_names)
     by_anchor: dict[str, tuple[list[str], list[str]]] = {}
-    for a, b, y in zip(first, second, data.labels.tolist()):
+    for a, b, y in zip(first, second, data.labels.tolist(), strict=True):
         by_anchor.setdefault(a, ([], []))[0 if y > threshold else 1].append(b)
     rows = [(a, p, n) for a, (pos, neg) in by_anchor.items() for p in pos for n in neg]
     if not rows:
         raise ConfigError(f"{data.name}: no anchor has both a positive and a negative")
-    anchors, positives, negatives = (list(c) for c in zip(*rows))
+    anchors, positives, negatives = (list(c) for c in zip(*rows, strict=True))
     return TrainingData(columns={"anchor": anchors, "positive": positives, "negative": negatives},
                         name=name or f"{data.name} triplets")
 

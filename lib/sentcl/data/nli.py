@@ -126,7 +126,7 @@ def nli_sentences(records: Sequence[LabelledPairs]) -> list[str]:
     """Both sentences of every pair, every label, in record order, repeats kept (a premise occurs
     once per hypothesis): the NLI sentences BERT-whitening's "NLI" variant fits its kernel on
     (Su et al. 2021, ``eng/eval.py``)."""
-    return [s for r in records for pair in zip(r.sentences1, r.sentences2) for s in pair]
+    return [s for r in records for pair in zip(r.sentences1, r.sentences2, strict=True) for s in pair]
 
 
 __all__ = ["ENTAILMENT", "NLICounts", "NLIData", "count_nli", "nli_sentences", "prepare_nli", "sample_rows"]

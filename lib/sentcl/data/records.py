@@ -151,7 +151,7 @@ class LabelledPairs(_Record):
 
     def label_counts(self) -> dict[str, int]:
         counts = np.bincount(self.labels, minlength=len(self.label_names))
-        return {name: int(c) for name, c in zip(self.label_names, counts)}
+        return {name: int(c) for name, c in zip(self.label_names, counts, strict=True)}
 
     def with_label(self, label: str) -> LabelledPairs:
         """Only the rows with this label (e.g. NLI entailment pairs)."""
@@ -224,7 +224,7 @@ class TrainingData:
 
     columns: dict[str, list[str]]
     labels: np.ndarray | None = None
-    ids: np.ndarray | None = None
+    ids: np.ndarray = None  # type: ignore[assignment]  # None: 0 … n-1, filled in by __post_init__
     name: str = "train"
     _fingerprint: str | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -271,7 +271,7 @@ class TrainingData:
         """The texts of one row, in column order."""
         return tuple(texts[row] for texts in self.columns.values())
 
-    def batch_texts(self, rows: Sequence[int]) -> list[list[str]]:
+    def batch_texts(self, rows: Sequence[int] | np.ndarray) -> list[list[str]]:
         """For each column, the texts of ``rows`` (in the order given)."""
         return [[texts[i] for i in rows] for texts in self.columns.values()]
 

@@ -231,7 +231,7 @@ def loader(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         for n in names:
             if n in LOADERS:
-                raise RuntimeError(f"two loaders registered for {n!r}")
+                raise ConfigError(f"two loaders registered for {n!r}")
             LOADERS[n] = fn
         return fn
 

@@ -96,14 +96,14 @@ def encode(
     hook = model.register_forward_hook(count)
     try:
         with autocast(chosen, model.device):
-            vectors = model.encode(distinct, batch_size=batch_size, show_progress_bar=False, convert_to_tensor=True)
+            encoded = model.encode(distinct, batch_size=batch_size, show_progress_bar=False, convert_to_tensor=True)
     finally:  # sentence-transformers' encode leaves every module in eval mode: restore (mid-training calls)
         hook.remove()
         bar.close()
         for module, training in modes:
             module.training = training
     note_use("texts encoded", chosen, model.device, len(distinct))
-    vectors = vectors.detach().float().cpu().numpy().reshape(len(distinct), -1)
+    vectors = encoded.detach().float().cpu().numpy().reshape(len(distinct), -1)
     if normalize:
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     row = {text: i for i, text in enumerate(distinct)}

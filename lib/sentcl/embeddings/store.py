@@ -187,7 +187,7 @@ def _read_meta(folder: Path) -> dict[str, Any]:
     meta = read_json(path, "an embedding store's description")
     missing = {"fingerprint", "n", "dim", "columns", "rows_done"} - set(meta)
     if missing:
-        raise DataFormatError(f"{path}: line 1: expected the keys {sorted(missing)} of an embedding store")
+        raise DataFormatError(path, None, f"the keys {sorted(missing)} of an embedding store")
     return meta
 
 

@@ -11,9 +11,8 @@ always predicted alike. To apply a threshold chosen on a dev set, use :func:`sco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..data.records import LabelledPairs
 from ..embeddings import Embed
@@ -36,7 +35,7 @@ def _groups(scores: np.ndarray, labels: np.ndarray):
     return s, tp, predicted, thresholds
 
 
-def best_threshold_scores(scores: Sequence[float], labels: Sequence[int]) -> dict:
+def best_threshold_scores(scores: ArrayLike, labels: ArrayLike) -> dict:
     """Best-threshold accuracy and F1 (with its precision and recall) of ``score >= threshold``.
 
     ``labels`` are 0/1 with at least one of each. Among thresholds giving the same best value
@@ -80,7 +79,7 @@ def best_threshold_scores(scores: Sequence[float], labels: Sequence[int]) -> dic
     }
 
 
-def scores_at(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
+def scores_at(scores: ArrayLike, labels: ArrayLike, threshold: float) -> dict:
     """Accuracy, precision, recall and F1 of ``score >= threshold`` (e.g. one tuned on dev)."""
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels).astype(bool)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ConfigError, OutputError
@@ -52,8 +53,8 @@ def _sts_task_name(name: str) -> str:
     return canonical
 
 
-def register(subparsers, name: str = "evaluate", help: str = "evaluate a sentence encoder (STS, retrieval)") -> None:
-    parser = subparsers.add_parser(name, help=help, description=help)
+def register(subparsers, name: str = "evaluate", summary: str = "evaluate a sentence encoder (STS, retrieval)") -> None:
+    parser = subparsers.add_parser(name, help=summary, description=summary)
     sub = parser.add_subparsers(dest="evaluate_command", metavar="COMMAND")
     sub.required = True
 
@@ -127,9 +128,9 @@ def _embedder(args: argparse.Namespace):
     return embedder(model, batch_size=args.batch_size, precision=args.precision)
 
 
-def _table(rows: list[tuple[str, ...]]) -> str:
+def _table(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in rows)
 
 
 def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -153,9 +154,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _write(args: argparse.Namespace, scores: dict, details: dict) -> None:
-    for (option, path), content in zip(_outputs(args), (scores, details)):
+    content = {"--json": scores, "--details": details}
+    for option, path in _outputs(args):
         try:
-            atomic_write_json(path, content)
+            atomic_write_json(path, content[option])
         except OSError as exc:
             raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 

@@ -10,6 +10,7 @@ that occurs in many pairs (STS16, SICK) is encoded once and always gets the same
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -59,7 +60,7 @@ def embed_groups(embed: Embed, groups: Sequence[Sequence[str]]) -> list[np.ndarr
     """
     vectors, index = embed_unique(embed, [text for group in groups for text in group])
     bounds = np.cumsum([0, *(len(group) for group in groups)])
-    return [vectors[index[start:stop]] for start, stop in zip(bounds[:-1], bounds[1:])]
+    return [vectors[index[start:stop]] for start, stop in itertools.pairwise(bounds)]
 
 
 def as_matrix(x: np.ndarray, name: str, rows: int | None = None) -> np.ndarray:
@@ -113,6 +114,7 @@ def pair_embeddings(
         raise ConfigError("pass either embed, or both embeddings1 and embeddings2")
     n = len(sentences1)
     if embed is None:
+        assert embeddings1 is not None and embeddings2 is not None  # checked above
         return as_matrix(embeddings1, "embeddings1", rows=n), as_matrix(embeddings2, "embeddings2", rows=n)
     vectors, index = embed_unique(embed, [*sentences1, *sentences2])
     return vectors[index[:n]], vectors[index[n:]]

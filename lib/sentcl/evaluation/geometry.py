@@ -160,7 +160,7 @@ def evaluate_geometry(
         "split": pairs.split,
         "sample": pairs.sample,
         "positive_threshold": positive_threshold,
-        "n_positive_pairs": int(len(positive)),
+        "n_positive_pairs": len(positive),
         "n_sentences": len(unique_texts(texts)[0]),
         "alignment": alignment(vectors[index[positive]], vectors[index[n + positive]], alpha=alpha),
         "uniformity": uniformity(vectors, t=t),

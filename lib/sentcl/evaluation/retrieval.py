@@ -132,13 +132,13 @@ def query_scores(
     ideal_discounts = 1.0 / np.log2(np.arange(2, len(ideal) + 2))
 
     out = {}
-    for name, (kind, k) in zip(metrics, parsed):  # keyed by the names as given
+    for name, (kind, k) in zip(metrics, parsed, strict=True):  # keyed by the names as given
         cut = math.inf if k is None else k
         within = rel_ranks <= cut
         if kind == "acc":
             value = float(within.any())
         elif kind == "p":
-            value = np.count_nonzero(within) / k
+            value = np.count_nonzero(within) / cut  # p@k: cut is k
         elif kind == "r":
             value = np.count_nonzero(within) / num_rel if num_rel else 0.0
         elif kind == "map":
@@ -278,7 +278,7 @@ def rank_corpus(
     run: Run = {}
     for start in range(0, len(q), chunk):
         sims, hits = index.search(q[start : start + chunk], k)
-        for i, (s, h) in enumerate(zip(sims, hits)):
+        for i, (s, h) in enumerate(zip(sims, hits, strict=True)):
             if depth is not None and k < n_rows:
                 above = np.count_nonzero(s > s[-1])  # these rows are complete: no row outside beats them
                 docs_above = sum(len(members[j]) for j in h[:above])
@@ -288,7 +288,7 @@ def rank_corpus(
             ids = np.concatenate([members[j] for j in h])
             scores = np.repeat(s, [len(members[j]) for j in h])
             order = _trec_order(scores, ids)[:depth]
-            run[query_ids[start + i]] = dict(zip(ids[order].tolist(), scores[order].astype(np.float64).tolist()))
+            run[query_ids[start + i]] = dict(zip(ids[order].tolist(), scores[order].astype(np.float64).tolist(), strict=True))
     return run
 
 
@@ -310,7 +310,7 @@ def rank_candidates(
             continue
         docs = np.stack([doc_vectors[d] for d in cands])
         sims = pairwise_cosine(np.broadcast_to(query_vectors[q], docs.shape), docs)
-        run[q] = dict(zip(cands, sims.tolist()))
+        run[q] = dict(zip(cands, sims.tolist(), strict=True))
     return run
 
 
@@ -352,6 +352,7 @@ def evaluate_retrieval(
         vectors, index = embed_unique(embed, [data.queries[q] for q in query_ids] + doc_texts)
         q_vecs, doc_rows, doc_matrix = vectors[index[: len(query_ids)]], index[len(query_ids) :], vectors
     else:
+        assert query_embeddings is not None and corpus_embeddings is not None  # checked above
         q_vecs = as_matrix(query_embeddings, "query_embeddings", rows=len(query_ids))
         doc_matrix = as_matrix(corpus_embeddings, "corpus_embeddings", rows=len(doc_ids))
         text_of_doc = unique_texts(doc_texts)[1]
@@ -360,14 +361,15 @@ def evaluate_retrieval(
 
     if data.candidates is not None:
         run = rank_candidates(
-            dict(zip(query_ids, q_vecs)),
-            {d: doc_matrix[r] for d, r in zip(doc_ids, doc_rows)},
+            dict(zip(query_ids, q_vecs, strict=True)),
+            {d: doc_matrix[r] for d, r in zip(doc_ids, doc_rows, strict=True)},
             data.candidates,
         )
     else:
         run = rank_corpus(q_vecs, query_ids, doc_matrix, doc_ids, corpus_index=doc_rows, depth=depth)
 
     if protocol == "semeval":
+        assert data.candidates is not None  # checked above
         result = semeval_scores(data.qrels, run, data.candidates, relevance_level=relevance_level)
     else:
         result = evaluate_run(data.qrels, run, metrics, relevance_level=relevance_level, per_query=per_query)

@@ -11,9 +11,9 @@ anything random), so their difference is the effect of the method on that seed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import ttest_rel
 
 from ..errors import ConfigError
@@ -24,7 +24,7 @@ MARKS = ((0.05, "*"), (0.1, "_"))
 """(threshold, mark), strictest first: the paper's "*" (p < 0.05) and "_" (p < 0.1)."""
 
 
-def paired_p_value(ours: Sequence[float], baseline: Sequence[float], alternative: str = "two-sided") -> float:
+def paired_p_value(ours: ArrayLike, baseline: ArrayLike, alternative: str = "two-sided") -> float:
     """p of the paired t-test across seeds of ``ours`` against ``baseline`` (one value per seed, the
     same seeds in the same order; :func:`scipy.stats.ttest_rel` with ``alternative``: ``"two-sided"``
     for "do they differ", ``"greater"`` for "does ours improve"); NaN with fewer than 2 seeds or
@@ -40,7 +40,7 @@ def paired_p_value(ours: Sequence[float], baseline: Sequence[float], alternative
     return float(ttest_rel(ours, baseline, alternative=alternative).pvalue)
 
 
-def improvement_p_value(ours: Sequence[float], baseline: Sequence[float]) -> float:
+def improvement_p_value(ours: ArrayLike, baseline: ArrayLike) -> float:
     """p of the one-sided paired t-test that ``ours`` (one value per seed) beats ``baseline``
     (the same seeds, in the same order); NaN with fewer than 2 seeds or identical differences."""
     return paired_p_value(ours, baseline, alternative="greater")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sentence_transformers import SentenceTransformer
 
 from ..data import load
@@ -49,7 +50,7 @@ Pairs = TypeVar("Pairs", ScoredPairs, LabelledPairs)
 _NO_CORRELATION = {"spearman": float("nan"), "pearson": float("nan")}
 
 
-def cosine_spearman(embeddings1: np.ndarray, embeddings2: np.ndarray, gold: Sequence[float]) -> float:
+def cosine_spearman(embeddings1: np.ndarray, embeddings2: np.ndarray, gold: ArrayLike) -> float:
     """Spearman correlation ×100 between ``cos(embeddings1[i], embeddings2[i])`` and ``gold[i]``."""
     sims = pairwise_cosine(embeddings1, embeddings2)
     gold = np.asarray(gold, dtype=np.float64)
@@ -163,7 +164,7 @@ def evaluate_sts_datasets(embed: Embed, datasets: Mapping[str, ScoredPairs], set
     check_choice("STS setting", setting, SETTINGS)
     matrices = embed_groups(embed, [[*d.sentences1, *d.sentences2] for d in datasets.values()])
     details = {}
-    for (name, pairs), vectors in zip(datasets.items(), matrices):
+    for (name, pairs), vectors in zip(datasets.items(), matrices, strict=True):
         n = len(pairs)
         details[name] = evaluate_sts(pairs, embeddings1=vectors[:n], embeddings2=vectors[n:])
     scores = {

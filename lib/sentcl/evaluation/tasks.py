@@ -322,7 +322,7 @@ def load_tasks(
             rows = draw_rows(len(record), max_pairs, seed, "max_pairs")
             record = record if rows is None else record.take(rows)
         else:
-            record = sample_pairs(record, max_pairs, seed)
+            record = sample_pairs(record, max_pairs, seed)  # type: ignore[type-var]  # either kind; mypy cannot bind the TypeVar to their union
         records[name] = record
     return records
 
@@ -341,7 +341,9 @@ def _evaluated(name: str, t: EvalTask, record: Any) -> ScoredPairs | LabelledPai
             sample=record.sample, sentences1=record.sentences1, sentences2=record.sentences2,
             scores=(record.labels == positive).astype(np.float64), subsets=[record.name] * len(record),
         )
-    expected = {"sts": ScoredPairs, "classification": LabelledPairs, "retrieval": RetrievalSet}[t.evaluator]
+    expected: type[ScoredPairs | LabelledPairs | RetrievalSet] = {
+        "sts": ScoredPairs, "classification": LabelledPairs, "retrieval": RetrievalSet
+    }[t.evaluator]
     if not isinstance(record, expected):
         raise ConfigError(f"{name}: the {t.evaluator} evaluator takes {expected.__name__}, got {type(record).__name__}")
     return record
@@ -375,9 +377,10 @@ def score_tasks(embed: Embed, records: Mapping[str, Any]) -> dict[str, dict]:
     data = {name: _evaluated(name, chosen[name], record) for name, record in records.items()}
     matrices = embed_groups(embed, [_texts(record) for record in data.values()])
     results = {}
-    for (name, record), vectors in zip(data.items(), matrices):
+    for (name, record), vectors in zip(data.items(), matrices, strict=True):
         t = chosen[name]
-        if t.evaluator == "retrieval":
+        if isinstance(record, RetrievalSet):  # _evaluated gave each task its evaluator's kind of record
+            assert t.relevance_level is not None and t.protocol is not None  # a retrieval task has both (EvalTask)
             nq = len(record.queries)
             results[name] = evaluate_retrieval(
                 record, query_embeddings=vectors[:nq], corpus_embeddings=vectors[nq:],
@@ -385,11 +388,12 @@ def score_tasks(embed: Embed, records: Mapping[str, Any]) -> dict[str, dict]:
             )
         else:
             n = len(record)
-            pairs = {"embeddings1": vectors[:n], "embeddings2": vectors[n:]}
-            if t.evaluator == "sts":
-                results[name] = evaluate_sts(record, **pairs)
+            if isinstance(record, ScoredPairs):
+                results[name] = evaluate_sts(record, embeddings1=vectors[:n], embeddings2=vectors[n:])
             else:
-                results[name] = evaluate_pair_classification(record, positive_label=t.positive_label, **pairs)
+                results[name] = evaluate_pair_classification(
+                    record, positive_label=t.positive_label, embeddings1=vectors[:n], embeddings2=vectors[n:]
+                )
     return results
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import torch.nn.functional as F
 from sentence_transformers.base.losses.merged_forward import embed_columns
@@ -100,10 +100,9 @@ class SentclLoss(nn.Module, ABC):
         return self.compute_loss_from_embeddings(embeddings, labels, **batch_extras)
 
     @abstractmethod
-    def compute_loss_from_embeddings(
-        self, embeddings: list[Tensor], labels: Tensor | None = None, **batch_extras: Any
-    ) -> Tensor:
-        """The loss from the embeddings of the batch's columns (one ``(batch, dim)`` tensor each)."""
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None) -> Tensor:
+        """The loss from the embeddings of the batch's columns (one ``(batch, dim)`` tensor each); a loss
+        with :attr:`batch_extras` takes them as keyword arguments too (:meth:`forward` passes them)."""
 
     @abstractmethod
     def get_config_dict(self) -> dict[str, Any]:
@@ -117,13 +116,13 @@ def check_scale(scale: float) -> float:
 
 def check_similarity(similarity: str) -> Similarity:
     """``similarity`` if it is one of :data:`SIMILARITIES` (``"cos"``, ``"dot"``)."""
-    return check_choice("similarity", similarity, SIMILARITIES)  # type: ignore[return-value]
+    return cast(Similarity, check_choice("similarity", similarity, SIMILARITIES))
 
 
 def check_columns(columns: list[Tensor], names: list[str]) -> None:
     """All columns are ``(batch, dim)`` tensors with the same batch size and dimension."""
     first = columns[0]
-    for column, name in zip(columns, names):
+    for column, name in zip(columns, names, strict=True):
         if column.ndim != 2 or column.shape != first.shape:
             raise ConfigError(
                 f"expected every column as a (batch, dim) tensor of shape {tuple(first.shape)} "

@@ -200,7 +200,7 @@ class BatchSoftmaxContrastiveLoss(SentclLoss):
     ) -> None:
         super().__init__(model)
         check_number("temperature", temperature, low=0.0, low_open=True)
-        self.options = {
+        self.options: dict[str, Any] = {
             "temperature": float(temperature), "symmetric": bool(symmetric),
             "normalization": check_choice("normalization", normalization, NORMALIZATIONS),
             "sides": check_choice("sides", sides, SIDES), "threshold": float(threshold),

@@ -43,6 +43,7 @@ MultipleNegativesRankingLoss on (x, x) pairs with scale :math:`1/\tau`).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import torch
@@ -196,7 +197,7 @@ class IFCLLoss(SentclLoss):
         self.margin_embeddings = check_choice("margin_embeddings", margin_embeddings, MARGIN_EMBEDDINGS)
         self.queue = HippocampusQueue(queue_batches, forgetting_decay)
 
-    def forward(self, sentence_features: list[dict[str, Any]], labels: Tensor | None = None, **batch_extras: Any) -> Tensor:
+    def forward(self, sentence_features: Iterable[dict[str, Any]], labels: Tensor | None = None, **batch_extras: Any) -> Tensor:
         if batch_extras:
             raise ConfigError(f"IFCLLoss takes no batch extras, got {sorted(batch_extras)}")
         sentence_features = list(sentence_features)
@@ -216,7 +217,7 @@ class IFCLLoss(SentclLoss):
                 for module, mode in training:
                     module.training = mode
         else:
-            words = self.model[0].auto_model.get_input_embeddings()
+            words = self.model[0].auto_model.get_input_embeddings()  # type: ignore[index]  # a SentenceTransformer's Transformer
             emb = []
             for features in sentence_features:
                 mask = features["attention_mask"].unsqueeze(-1).to(words.weight.dtype)

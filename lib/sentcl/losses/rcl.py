@@ -185,15 +185,15 @@ class RegulatorLoss(SentclLoss):
             if missing:
                 raise ConfigError(f"the store {store.path} lacks the column(s) {sorted(missing)}")
 
-    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None, *, ids: Tensor) -> Tensor:
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None, *, ids: Tensor) -> Tensor:  # type: ignore[override]  # + its batch extra, which forward passes
         _no_labels(type(self).__name__, labels, embeddings)
         queries, indexes, *negatives = embeddings
         n = len(self.stores)
         augmented: list[Tensor] = []
         if n:  # one lookup per store, one host-to-device copy for all 2N sets
-            ids = np.asarray(ids.detach().cpu().numpy(), dtype=np.int64)
-            rows = [store.rows_of(ids) for store in self.stores]
-            stacked = np.stack([s.array(c)[r] for c in ("query", "index") for s, r in zip(self.stores, rows)])
+            example_ids = np.asarray(ids.detach().cpu().numpy(), dtype=np.int64)
+            rows = [store.rows_of(example_ids) for store in self.stores]
+            stacked = np.stack([s.array(c)[r] for c in ("query", "index") for s, r in zip(self.stores, rows, strict=True)])
             augmented = list(torch.from_numpy(stacked).to(device=queries.device, dtype=torch.float32))
         eq1, regulators = regulator_terms(
             queries, indexes, augmented[:n], augmented[n:], scale=self.scale, hard_negatives=negatives

@@ -245,7 +245,7 @@ class TrainerState:
     def from_dict(cls, saved: dict[str, Any]) -> TrainerState:
         """The state :meth:`to_dict` returned, read back from a checkpoint or ``trainer_state.json``."""
         saved = dict(saved)
-        means = {
+        means: dict[str, Any] = {
             name: RunningMean(saved.pop(f"loss_sum_since_{key}"), saved.pop(f"steps_since_{key}"))
             for key, name in _RUNNING_MEANS.items()
         }

@@ -162,7 +162,7 @@ def _setup(method: str, pairs: TrainingData, config: TrainingConfig, settings: M
     if method == "BSC":
         return (pairs, lambda m: BatchSoftmaxContrastiveLoss(m, settings.bsc_temperature),
                 ExampleBasedShuffler(settings.group_size, settings.neighbours))
-    queries = list(dict.fromkeys(list(pairs.columns.values())[0]))
+    queries = list(dict.fromkeys(next(iter(pairs.columns.values()))))
     twins = fusion_twins(queries, repetition_rate=settings.repetition_rate, seed=config.seed,
                          name=f"{pairs.name} queries, twins")
     loss = lambda m: IFCLLoss(m, temperature=settings.ifcl_temperature, queue_batches=settings.queue_batches,  # noqa: E731

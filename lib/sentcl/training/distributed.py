@@ -113,22 +113,21 @@ def all_reduce_gradients(parameters: list[torch.nn.Parameter], procs: Processes,
         return
     has_grad = torch.tensor([p.grad is not None for p in parameters], dtype=torch.int32, device=procs.device)
     dist.all_reduce(has_grad, op=dist.ReduceOp.MAX)
-    active = [p for p, flag in zip(parameters, has_grad.tolist()) if flag]
+    active = [p for p, flag in zip(parameters, has_grad.tolist(), strict=True) if flag]
+    by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}  # the gradients, by dtype
     for p in active:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    by_dtype: dict[torch.dtype, list[torch.nn.Parameter]] = {}
-    for p in active:
-        by_dtype.setdefault(p.grad.dtype, []).append(p)
-    for group in by_dtype.values():
-        flat = torch.cat([p.grad.reshape(-1) for p in group])
+        by_dtype.setdefault(p.grad.dtype, []).append(p.grad)
+    for grads in by_dtype.values():
+        flat = torch.cat([g.reshape(-1) for g in grads])
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
         if average:
             flat /= procs.world_size
         offset = 0
-        for p in group:
-            n = p.grad.numel()
-            p.grad.copy_(flat[offset : offset + n].view_as(p.grad))
+        for g in grads:
+            n = g.numel()
+            g.copy_(flat[offset : offset + n].view_as(g))
             offset += n
 
 

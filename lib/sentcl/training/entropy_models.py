@@ -140,7 +140,7 @@ def augmented_store(
     (its first two columns), an fp16 store addressed by the data's example ids; cached, resumable."""
     if len(data.columns) < 2:
         raise ConfigError(f"{data.name}: RCL needs (query, index[, hard negative]) columns, got {data.column_names}")
-    texts = dict(zip(STORE_COLUMNS, list(data.columns.values())[:2]))
+    texts = dict(zip(STORE_COLUMNS, list(data.columns.values())[:2], strict=True))
     description = {"model": fingerprint(model), "precision": resolve_precision(precision, model.device), "dtype": "float16"}
     stage = Stage("augmented-embeddings", {**description, "data": data.fingerprint(), "columns": list(STORE_COLUMNS)})
     encode = embedder(model, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
@@ -247,7 +247,7 @@ class FaqCrossValidation:
         return {
             "task": self.task,
             "folds": [{"index": f.index, "seed": seed, "train": len(f.train), "dev": len(f.dev), "test": len(f.test)}
-                      for f, seed in zip(self.folds, self.seeds)],
+                      for f, seed in zip(self.folds, self.seeds, strict=True)],
             "per_fold": self.per_fold,
             "mean": {row: self.mean(row) for row in self.per_fold},
             "std": {row: self.std(row) for row in self.per_fold},
@@ -289,6 +289,8 @@ def faq_cross_validation(
     from sentcl.evaluation.tasks import task as find_task
 
     spec = find_task(task)
+    if spec.relevance_level is None:
+        raise ConfigError(f"{spec.name} is not a retrieval task; FAQ cross-validation ranks the FAQ's answers")
     if (record.name, record.split) != (spec.dataset, spec.split):
         raise ConfigError(f"{spec.name} is computed on {spec.dataset}/{spec.split}, got {record.name}/{record.split}")
     if config.metric_for_best != "map":
@@ -305,7 +307,7 @@ def faq_cross_validation(
     if undeveloped:
         raise ConfigError(f"folds {undeveloped}: no dev queries to select models on (give grouped_query_folds a dev_fraction)")
     out = FaqCrossValidation(spec.name, list(folds), seeds)
-    for fold, seed in zip(folds, seeds):
+    for fold, seed in zip(folds, seeds, strict=True):
         selection, entropy = replace(config, seed=seed), replace(entropy_config, seed=seed)
         where = f"{spec.name} fold {fold.index + 1}/{fold.k}"
         pairs = fold_pairs(record, fold.train, relevance_level=spec.relevance_level, name=f"{where} training pairs")
@@ -314,18 +316,18 @@ def faq_cross_validation(
         test = record.take(fold.rows(record, "test"))
 
         def score(row: str, model: SentenceTransformer) -> None:
-            values = evaluate_tasks(embedder(model, precision=precision, show_progress=False), {spec.name: test})
+            values = evaluate_tasks(embedder(model, precision=precision, show_progress=False), {spec.name: test})  # noqa: B023 - called in this fold's iteration only
             out.per_fold.setdefault(row, []).append(values[spec.name])
 
         def selected(start: LoadModel, name: str) -> LoadModel:
-            return train_initial_model(start, pairs, selection, scale=scale, evaluator=dev, train=train,
-                                       sampler=sampler() if sampler else None, name=f"{where} {name}")[0]
+            return train_initial_model(start, pairs, selection, scale=scale, evaluator=dev, train=train,  # noqa: B023 - called in this fold's iteration only
+                                       sampler=sampler() if sampler else None, name=f"{where} {name}")[0]  # noqa: B023 - called in this fold's iteration only
 
         score(BASE, base())
         initial = selected(base, "initial model (Eq. 1)")
         score(EQ1, initial())
         for row, switch in (baselines or {}).items():
-            score(row, selected(lambda switch=switch: switch(base()), row)())
+            score(row, selected(lambda switch=switch: switch(base()), row)())  # type: ignore[misc]  # mypy cannot type a lambda's default
         augmented = augment(initial, pairs, phis, entropy, scale=scale, patience=patience, window=window,
                             cache=cache, sampler=sampler, train=train, precision=precision, show_progress=False,
                             name=f"{where} ")

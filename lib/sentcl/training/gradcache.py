@@ -41,15 +41,16 @@ def chunk_features(features: dict[str, Any], chunk: int) -> list[dict[str, Any]]
     chunks = []
     for begin in range(0, n, chunk):
         end = min(begin + chunk, n)
-        width = None
+        width = columns = None
         if isinstance(mask, Tensor) and mask.ndim == 2:
+            columns = mask.shape[1]
             used = mask[begin:end].any(dim=0).nonzero()
-            width = int(used.max()) + 1 if used.numel() else mask.shape[1]
+            width = int(used.max()) + 1 if used.numel() else columns
         part = {}
         for key, value in features.items():
             if isinstance(value, Tensor) and value.ndim > 0 and value.shape[0] == n:
                 value = value[begin:end]
-                if width is not None and value.ndim == 2 and value.shape[1] == mask.shape[1]:
+                if width is not None and value.ndim == 2 and value.shape[1] == columns:
                     value = value[:, :width]
             part[key] = value
         chunks.append(part)
@@ -72,7 +73,7 @@ def backward_through_chunks(
     """Step 3: re-embed each chunk with its graph, under its recorded random state, and
     back-propagate the cached gradient of its rows (``grad``, one row per text, as in step 1)."""
     offset = 0
-    for part, state in zip(chunks, states):
+    for part, state in zip(chunks, states, strict=True):
         with state:
             embeddings = model(part)["sentence_embedding"]
         rows = embeddings.shape[0]

@@ -123,7 +123,7 @@ def example_based_groups(
         if not len(todo):
             continue
         _, found_ids = found.search(x[todo], k)
-        for e, ids in zip(todo.tolist(), found_ids):
+        for e, ids in zip(todo.tolist(), found_ids, strict=True):
             if used[e]:
                 continue
             used[e] = True

@@ -185,8 +185,8 @@ class Trainer:
         self.precision = resolve_precision(self.config.precision, model.device)
         """The precision the steps run in: ``config.precision`` resolved on the model's device."""
         self.scaler: torch.amp.GradScaler | None = None
-        self.state: TrainerState | None = None
-        self.output_dir: Path | None = None
+        self.state: TrainerState  # set by train(), like the optimizer: what callbacks read
+        self.output_dir: Path  # set by train()
         self._initial_fingerprint: str | None = None
         self._plan: list[np.ndarray] | None = None
         self._groups: list[dict[str, Any]] | None = None  # optimizer parameter groups, set up by train()
@@ -269,7 +269,7 @@ class Trainer:
             },
         )
 
-    def step_gradients(self, batches: Sequence[Sequence[int]]) -> float:
+    def step_gradients(self, batches: Sequence[Sequence[int] | np.ndarray]) -> float:
         """The gradients one optimizer step computes from ``batches`` (lists of row indices into the
         data, accumulated as ``gradient_accumulation_steps`` batches are), with gradient caching,
         gathering and summing over processes as in training; left in the parameters' ``.grad``
@@ -360,13 +360,17 @@ class Trainer:
         own = {id(p) for p in self.loss.parameters() if id(p) not in model_ids}
         if not custom_ids <= own:
             raise ConfigError(f"{type(self.loss).__name__}.parameter_groups() may only list the loss's own parameters")
-        decay, no_decay, seen = [], [], set(custom_ids)
+        decay: list[nn.Parameter] = []
+        no_decay: list[nn.Parameter] = []
+        seen = set(custom_ids)
         for module in [*self.model.modules(), *self.loss.modules()]:
             for pname, p in module.named_parameters(recurse=False):
                 if p.requires_grad and id(p) not in seen:
                     seen.add(id(p))
                     (no_decay if pname == "bias" or isinstance(module, nn.LayerNorm) else decay).append(p)
-        groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        groups: list[dict[str, Any]] = [
+            {"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}
+        ]
         groups = [g for g in groups if g["params"]] + custom
         self._params = [p for g in groups for p in g["params"]]
         self._model_params = [p for p in self._params if id(p) in model_ids]
@@ -377,7 +381,8 @@ class Trainer:
         cfg = self.config
         # the fused kernel (as the HF trainer's default "adamw_torch_fused"): one pass over all parameters
         fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in self._params)
-        kwargs = {"lr": cfg.learning_rate, "betas": cfg.adam_betas, "eps": cfg.adam_epsilon, "fused": fused}
+        kwargs: dict[str, Any] = {"lr": cfg.learning_rate, "betas": cfg.adam_betas, "eps": cfg.adam_epsilon, "fused": fused}
+        assert self._groups is not None  # train() set the processes and the parameter groups up first
         if not cfg.adam_bias_correction:
             return UncorrectedAdam(self._groups, lr=cfg.learning_rate, betas=cfg.adam_betas, eps=cfg.adam_epsilon,
                                    weight_decay=cfg.weight_decay, adamw=cfg.optimizer == "adamw")
@@ -520,6 +525,8 @@ class Trainer:
             cached = []
             if not len(local):
                 dim = self.model.get_embedding_dimension()
+                if dim is None:
+                    raise ConfigError("the model does not report its embedding dimension (a process with no rows needs it)")
                 leaves = [torch.zeros(0, dim, device=device, requires_grad=True) for _ in self.data.columns]
             elif chunk:
                 for column in features:
@@ -530,7 +537,7 @@ class Trainer:
             else:
                 leaves = embed_columns(self.model, features)
             gathered = [distributed.gather_rows(e, self.procs) for e in leaves]
-            value = self.loss.compute_loss_from_embeddings(gathered, labels, **extras)
+            value = self.loss.compute_loss_from_embeddings(gathered, labels, **extras)  # type: ignore[operator]  # checked by _setup_processes; nn.Module types attributes as Tensor | Module
         self._scaled_backward(value * weight)
         with self._autocast():
             for chunks, states, leaf in cached:

@@ -13,9 +13,9 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from ...errors import DataFormatError
+from ...errors import ConfigError, DataFormatError
 from ...progress import progress_bar
 from ..records import LabelledPairs, ScoredPairs, Sentences, Triplets
 from ..registry import DatasetInfo
@@ -24,6 +24,8 @@ from ..registry import DatasetInfo
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 
 PROGRESS_BYTES = 50_000_000  # files larger than this show a progress bar while they are read
+
+Quoting = Literal[0, 1, 2, 3]  # csv.QUOTE_MINIMAL, QUOTE_ALL, QUOTE_NONNUMERIC or QUOTE_NONE
 
 
 def read_lines(path: Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
@@ -54,7 +56,7 @@ def read_delimited(
     delimiter: str = "\t",
     *,
     min_fields: int,
-    quoting: int = csv.QUOTE_NONE,
+    quoting: Quoting = csv.QUOTE_NONE,
     encoding: str = "utf-8",
     header: list[str] | None = None,
 ) -> Iterator[tuple[int, list[str]]]:
@@ -92,8 +94,8 @@ def read_delimited(
                 raise DataFormatError(path, number, f"at least {min_fields} {_name(delimiter)}-separated fields", delimiter.join(fields))
             yield number, fields
     except csv.Error as exc:
-        line = numbered[min(reader.line_num, len(numbered)) - 1][0] if numbered else 1
-        raise DataFormatError(path, line, "well-formed quoted CSV", str(exc)) from None
+        at = numbered[min(reader.line_num, len(numbered)) - 1][0] if numbered else 1
+        raise DataFormatError(path, at, "well-formed quoted CSV", str(exc)) from None
 
 
 def parse_score(value: str, path: Path, line: int, what: str = "a numeric score") -> float:
@@ -122,7 +124,7 @@ def require_text(value: str, path: Path, line: int, column: str, *, strip: bool 
 def require_pair(path: Path, line: int, values: tuple[str, str], columns: tuple[str, str]) -> tuple[str, str]:
     """The two sentences of a pair exactly as distributed (``require_text(..., strip=False)``
     on each, in order): an empty or all-blank sentence is an error naming its column."""
-    first, second = (require_text(value, path, line, column, strip=False) for value, column in zip(values, columns))
+    first, second = (require_text(value, path, line, column, strip=False) for value, column in zip(values, columns, strict=True))
     return first, second
 
 
@@ -183,7 +185,7 @@ class RecordBuilder(Generic[R]):
     """
 
     def __init__(self, record_type: type[R], **fixed: Any):
-        self.record_type = record_type
+        self.record_type: type[R] = record_type
         self.fixed = fixed
         self.columns: tuple[list, ...] = tuple([] for _ in record_type.ROW_FIELDS)
         self.dropped: Counter = Counter()
@@ -191,17 +193,18 @@ class RecordBuilder(Generic[R]):
     def add(self, *values: Any) -> None:
         """Append one row (one value per field of ``ROW_FIELDS``, in that order)."""
         if len(values) != len(self.columns):
-            raise TypeError(f"a {self.record_type.__name__} row has {len(self.columns)} values "
-                            f"{self.record_type.ROW_FIELDS}, got {len(values)}")
-        for column, value in zip(self.columns, values):
+            raise ConfigError(f"a {self.record_type.__name__} row has {len(self.columns)} values "
+                              f"{self.record_type.ROW_FIELDS}, got {len(values)}")
+        for column, value in zip(self.columns, values, strict=True):
             column.append(value)
 
     def build(self, entry: DatasetInfo, split: str, files: list[Path]) -> R:
         """The record of ``entry``'s ``split`` read from ``files`` (its ``sources``)."""
+        rows: dict[str, Any] = dict(zip(self.record_type.ROW_FIELDS, self.columns, strict=True))
         return self.record_type(
             name=entry.name,
             split=split,
-            **dict(zip(self.record_type.ROW_FIELDS, self.columns)),
+            **rows,
             **self.fixed,
             sources=[str(p) for p in files],
             dropped={reason: n for reason, n in self.dropped.items() if n},

@@ -117,11 +117,11 @@ def read_cqa_xml(path: Path, separator: str = QUESTION_SEPARATOR) -> tuple[list[
             label = _label(el, "RELQ_RELEVANCE2ORGQ", QUESTION_LABELS, path)
             question = Candidate(el.attr("RELQ_ID", path), text, label, el.line)
         elif el.tag == "RelComment":
-            text = texts.pop("RelCText", None)
-            if text is None or not text.strip():
-                raise DataFormatError(path, el.line, "a non-empty <RelCText> in <RelComment>", text)
+            comment = texts.pop("RelCText", None)
+            if comment is None or not comment.strip():
+                raise DataFormatError(path, el.line, "a non-empty <RelCText> in <RelComment>", comment)
             label = _label(el, "RELC_RELEVANCE2RELQ", COMMENT_LABELS, path)
-            comments.append(Candidate(el.attr("RELC_ID", path), text, label, el.line))
+            comments.append(Candidate(el.attr("RELC_ID", path), comment, label, el.line))
         elif el.tag == "Thread":
             if question is None:
                 raise DataFormatError(path, el.line, "a <RelQuestion> in <Thread>", None)
@@ -161,25 +161,26 @@ def _qrels(
 ) -> dict[str, dict[str, int]]:
     """Judgements of every candidate: from the gold file when given, else the XML labels."""
     if gold_path is None:
-        qrels = {}
+        qrels: dict[str, dict[str, int]] = {}
         for qid, cands in candidates.items():
+            qrels[qid] = {}
             for c in cands:
                 if c.label is None:
                     raise DataFormatError(
                         xml_path, c.line, f"a {label_name} label (or a gold .relevancy file in the registry split)",
                         "no label")
-            qrels[qid] = {c.id: c.label for c in cands}
+                qrels[qid][c.id] = c.label
         return qrels
     index = {(qid, c.id): c for qid, cands in candidates.items() for c in cands}
     judged: dict[tuple[str, str], int] = {}
     for line, qid, cid, grade in read_gold(gold_path):
-        c = index.get((qid, cid))
-        if c is None:
+        found = index.get((qid, cid))
+        if found is None:
             raise DataFormatError(gold_path, line, f"a question/candidate pair of {xml_path.name}", f"{qid} {cid}")
         if (qid, cid) in judged:
             raise DataFormatError(gold_path, line, "one line per question/candidate pair", f"{qid} {cid} again")
-        if c.label is not None and c.label != grade:
-            raise DataFormatError(gold_path, line, f"the label {xml_path.name} gives {cid} ({c.label})", str(grade))
+        if found.label is not None and found.label != grade:
+            raise DataFormatError(gold_path, line, f"the label {xml_path.name} gives {cid} ({found.label})", str(grade))
         judged[(qid, cid)] = grade
     for (qid, cid), c in index.items():
         if (qid, cid) not in judged:

@@ -51,7 +51,7 @@ def read_nli(path: Path, dropped: dict[str, int]) -> Iterator[tuple[str, str, in
             dropped["no_gold_label"] = dropped.get("no_gold_label", 0) + 1
             continue
         if label not in NLI_LABELS:
-            raise DataFormatError(path, line, f"a gold label out of {list(NLI_LABELS) + [NO_GOLD_LABEL]}", label)
+            raise DataFormatError(path, line, f"a gold label out of {[*NLI_LABELS, NO_GOLD_LABEL]}", label)
         premise, hypothesis = require_pair(path, line, (premise, hypothesis), ("premise (sentence1)", "hypothesis (sentence2)"))
         yield premise, hypothesis, NLI_LABELS.index(label)
 

@@ -45,14 +45,14 @@ import csv
 import sys
 import xml.parsers.expat
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ConfigError, DataFormatError, DataMissingError
 from ..records import RetrievalSet
 from ..registry import DatasetInfo, loader
-from .common import read_delimited, read_lines, require_text
+from .common import Quoting, read_delimited, read_lines, require_text
 
 # ---------------------------------------------------------------------------------------
 # Shared helpers
@@ -98,7 +98,7 @@ def read_table(
     columns: tuple[str, ...],
     *,
     delimiter: str = "\t",
-    quoting: int = csv.QUOTE_MINIMAL,
+    quoting: Quoting = csv.QUOTE_MINIMAL,
 ) -> Iterator[tuple[int, dict[str, str]]]:
     """Yield ``(line, {column: value})`` rows of a delimited file with a header line.
 
@@ -177,7 +177,7 @@ def resolve_qrels(
     corpus: dict[str, str],
     dropped: Counter,
     *,
-    dropped_docs: set[str] = frozenset(),
+    dropped_docs: Collection[str] = frozenset(),
 ) -> dict[str, dict[str, int]]:
     """Judgements -> ``qrels``, applying the module's policy (see the module docstring).
 

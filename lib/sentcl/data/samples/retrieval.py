@@ -252,7 +252,7 @@ def _related_xml(t: _Thread, labelled: bool, full: bool, indent: str) -> list[st
             f"{indent}\t\t<RelCText>{escape(c.text)}</RelCText>",
             f"{indent}\t</RelComment>",
         ]
-    return lines + [f"{indent}</Thread>"]
+    return [*lines, f"{indent}</Thread>"]
 
 
 def _xml(originals: list[_Original], labelled: bool, subtask_a: bool) -> str:
@@ -270,7 +270,7 @@ def _xml(originals: list[_Original], labelled: bool, subtask_a: bool) -> str:
                 *_related_xml(t, labelled, full=True, indent="\t\t"),
                 "\t</OrgQuestion>",
             ]
-    return "\n".join(lines + ["</xml>", ""])
+    return "\n".join([*lines, "</xml>", ""])
 
 
 def _gold(originals: list[_Original], subtask: str) -> str:
