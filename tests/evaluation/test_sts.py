@@ -19,7 +19,6 @@ from sentcl.evaluation.sts import (
     evaluate_sts,
     evaluate_sts_datasets,
     evaluate_sts_tasks,
-    sample_pairs,
 )
 
 
@@ -149,17 +148,6 @@ def scored(n=40, seed=0):
         name="toy", split="test", sentences1=[f"a{i}" for i in range(n)], sentences2=[f"b{i % 25}" for i in range(n)],
         scores=rng.uniform(0, 5, n), subsets=["x" if i % 3 else "y" for i in range(n)],
     )
-
-def test_sample_pairs_is_a_seeded_subset_in_order():
-    pairs = scored()
-    assert sample_pairs(pairs, 0) is pairs and sample_pairs(pairs, 40) is pairs
-    sub = sample_pairs(pairs, 10, seed=4)
-    assert len(sub) == 10 and sub.sentences1 == sample_pairs(pairs, 10, seed=4).sentences1
-    rows = [pairs.sentences1.index(s) for s in sub.sentences1]
-    assert rows == sorted(rows)
-    assert sub.scores.tolist() == pairs.scores[rows].tolist() and sub.subsets == [pairs.subsets[i] for i in rows]
-    with pytest.raises(ConfigError, match="at least 2"):
-        sample_pairs(pairs, 1)
 
 def test_evaluate_sts_datasets_is_the_pooled_spearman_per_task_and_their_mean():
     rng = np.random.default_rng(5)

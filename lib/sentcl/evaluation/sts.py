@@ -28,13 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from ..data import load
-from ..data.records import LabelledPairs, ScoredPairs, draw_rows
+from ..data.records import ScoredPairs
 from ..embeddings import Embed, encode
 from ..errors import ConfigError, check_choice
 from .common import embed_groups, pair_embeddings, pairwise_cosine
@@ -45,7 +44,6 @@ STS_TASKS: dict[str, tuple[str, str]] = {name: (TASKS[name].dataset, TASKS[name]
 # datasets scored as one pooled set whatever the setting (their subsets are genres or
 # source years of one set, not a year's separate files)
 _POOLED_ONLY = ("stsbenchmark", "sickr", "cnsd_stsb")
-Pairs = TypeVar("Pairs", ScoredPairs, LabelledPairs)
 _NO_CORRELATION = {"spearman": float("nan"), "pearson": float("nan")}
 
 
@@ -85,7 +83,7 @@ def evaluate_sts(
 
     ``all`` is the correlation over every pair pooled; ``mean`` and ``wmean`` are the plain
     and size-weighted means of the per-subset correlations (SentEval's three settings). A
-    subset with a single pair (possible in a small :func:`sample_pairs` draw) has no
+    subset with a single pair (possible in a small seeded subset) has no
     correlation (NaN) and is left out of ``mean`` and ``wmean``.
     """
     if len(pairs) < 2:
@@ -171,22 +169,6 @@ def evaluate_sts_datasets(embed: Embed, datasets: Mapping[str, ScoredPairs], set
     }
     scores["avg"] = float(np.mean(list(scores.values())))
     return {"scores": scores, "setting": setting, "details": details}
-
-
-def sample_pairs(pairs: Pairs, max_pairs: int, seed: int = 0) -> Pairs:
-    """At most ``max_pairs`` pairs of ``pairs`` (scored or labelled), drawn without replacement
-    (seeded), in their order.
-
-    0, or a number not below the size, keeps every pair (the record itself). The draw is
-    uniform over the pooled pairs, so each subset of an STS year keeps about its share, as the
-    "all" setting weighs them. For quick runs only: the papers score the whole test sets.
-    """
-    rows = draw_rows(len(pairs), max_pairs, seed, "max_pairs")
-    if rows is None:
-        return pairs
-    if max_pairs < 2:
-        raise ConfigError(f"max_pairs must be at least 2 (a correlation or a threshold needs two pairs), got {max_pairs}")
-    return pairs.take(rows)
 
 
 def sts_dev_evaluator(pairs: ScoredPairs, precision: str = "auto", batch_size: int = 64) -> Callable[[SentenceTransformer], dict[str, float]]:

@@ -96,7 +96,7 @@ from typing import Any
 import numpy as np
 
 from ..data import load
-from ..data.records import LabelledPairs, RetrievalSet, ScoredPairs, draw_rows
+from ..data.records import LabelledPairs, RetrievalSet, ScoredPairs, subset
 from ..embeddings import Embed
 from ..errors import ConfigError
 from .common import embed_groups
@@ -309,21 +309,18 @@ def load_tasks(
     loader: Callable[..., Any] | None = None,
 ) -> dict[str, ScoredPairs | LabelledPairs | RetrievalSet]:
     """:func:`load_task` for each name (keyed as given), each cut to at most ``max_pairs``
-    pairs, or queries for a retrieval task, drawn with ``seed`` (0: all; for quick runs only,
-    the papers score the whole sets)."""
-    from .sts import sample_pairs
-
+    pairs, or queries for a retrieval task, drawn with ``seed`` by
+    :func:`~sentcl.data.records.subset` (0: all; for quick runs only, the papers score the whole
+    sets). The draw is uniform over the pooled pairs, so each subset of an STS year keeps about
+    its share, as the "all" setting weighs them."""
     if isinstance(names, str):
         raise ConfigError(f"names must be a list of task names, got the string {names!r}")
     records = {}
     for name in names:
-        record = load_task(name, data_dir, loader=loader)
-        if task(name).evaluator == "retrieval":
-            rows = draw_rows(len(record), max_pairs, seed, "max_pairs")
-            record = record if rows is None else record.take(rows)
-        else:
-            record = sample_pairs(record, max_pairs, seed)
-        records[name] = record
+        pairs = task(name).evaluator != "retrieval"
+        if pairs and max_pairs == 1:
+            raise ConfigError(f"max_pairs must be at least 2 (a correlation or a threshold needs two pairs), got {max_pairs}")
+        records[name] = subset(load_task(name, data_dir, loader=loader), max_pairs, seed, "max_pairs")
     return records
 
 
