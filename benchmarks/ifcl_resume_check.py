@@ -41,7 +41,7 @@ def train(out: Path, pace: float) -> None:
     from sentcl.data import samples_root
     from sentcl.data.augmentation import fusion_twins
     from sentcl.data.registry import load
-    from sentcl.evaluation.sts import sts_dev_evaluator
+    from sentcl.evaluation.scoring import dev_evaluator
     from sentcl.losses import IFCLLoss
     from sentcl.models import tiny_model
     from sentcl.training import Callback, Trainer, TrainingConfig
@@ -59,7 +59,7 @@ def train(out: Path, pace: float) -> None:
                 self.first = {"step": trainer.state.global_step, "queue_batches": len(trainer.loss.queue)}
             time.sleep(pace)
 
-    spearman = sts_dev_evaluator(load("stsbenchmark", "dev", samples_root()))
+    spearman = dev_evaluator("STSb", load("stsbenchmark", "dev", samples_root()))
     data = fusion_twins(load("wiki1m", "train", samples_root()).texts, repetition_rate=0.32, seed=7, name="wiki1m sample twins")
     pace_cb = Pace()
     trainer = Trainer(tiny_model(0), lambda m: IFCLLoss(m, **LOSS), data, TrainingConfig(**CONFIG),

@@ -81,7 +81,7 @@ def scores(data_dir: str, train_steps: int, seeds: list[int], cache_dir: Path) -
     """STS-B test Spearman x100: the untouched encoder in fp32 vs bf16; models trained in fp32 vs bf16."""
     from sentcl.artifacts import ArtifactCache
     from sentcl.embeddings import embedder
-    from sentcl.evaluation.tasks import evaluate_tasks
+    from sentcl.evaluation.scoring import evaluate_tasks
     from sentcl.losses import MultipleNegativesRankingLoss
     from sentcl.models import MINILM, load_encoder
     from sentcl.training import NoDuplicatesBatchSampler, Trainer, TrainingConfig

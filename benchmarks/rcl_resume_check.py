@@ -46,7 +46,7 @@ def pipeline(out: Path, pace: float) -> None:
     torch.set_num_threads(1)
     from sentcl.data import TrainingData, samples_root
     from sentcl.data.registry import load
-    from sentcl.evaluation.sts import sts_dev_evaluator
+    from sentcl.evaluation.scoring import dev_evaluator
     from sentcl.models import tiny_model
     from sentcl.training import Callback, TrainingConfig
     from sentcl.training.entropy_models import augment, train_final_model
@@ -87,7 +87,7 @@ def pipeline(out: Path, pace: float) -> None:
                    for p in PHIS},
         "final_losses": final.losses,
         "final_weights": _resume.weights_sha256(model),
-        "final_dev_spearman": sts_dev_evaluator(load("stsbenchmark", "dev", samples_root()))(model)["spearman"],
+        "final_dev_spearman": dev_evaluator("STSb", load("stsbenchmark", "dev", samples_root()))(model)["spearman"],
     }
     _resume.write_summary(out, summary)
 

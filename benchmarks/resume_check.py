@@ -54,7 +54,7 @@ def train(out: Path, pace: float) -> None:
     torch.set_num_threads(1)
     from sentcl.data import TrainingData, samples_root
     from sentcl.data.registry import load
-    from sentcl.evaluation.sts import sts_dev_evaluator
+    from sentcl.evaluation.scoring import dev_evaluator
     from sentcl.losses import MultipleNegativesRankingLoss
     from sentcl.models import tiny_model
     from sentcl.training import Callback, NoDuplicatesBatchSampler, Trainer, TrainingConfig
@@ -67,7 +67,7 @@ def train(out: Path, pace: float) -> None:
         def on_step_end(self, trainer):
             time.sleep(pace)
 
-    spearman = sts_dev_evaluator(load("stsbenchmark", "dev", samples_root()))
+    spearman = dev_evaluator("STSb", load("stsbenchmark", "dev", samples_root()))
     data = TrainingData.from_record(load("snli", "train", samples_root()).with_label("entailment"), labels=False)
     trainer = Trainer(tiny_model(0), MultipleNegativesRankingLoss, data, TrainingConfig(**CONFIG),
                       sampler=NoDuplicatesBatchSampler(), evaluator=spearman, callbacks=[Pace()], show_progress=False)

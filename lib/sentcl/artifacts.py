@@ -241,7 +241,7 @@ class ArtifactCache:
         folder = self.get_or_build(stage, building, resume=resume)
         try:
             return load(folder)
-        except Exception as exc:  # noqa: BLE001 - whatever stops a cached stage from loading makes it unusable
+        except Exception as exc:
             if built:
                 raise
             self.discard(stage, f"it does not load ({type(exc).__name__}: {str(exc)[:200]})")

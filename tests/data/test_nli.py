@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from sentcl.data import load, samples_root
-from sentcl.data.nli import nli_sentences, prepare_nli, sample_rows
+from sentcl.data.nli import nli_sentences, prepare_nli
 from sentcl.data.records import LabelledPairs
 from sentcl.errors import ConfigError
 
@@ -54,18 +53,6 @@ def test_prepare_nli_errors():
         prepare_nli([nli_record("snli", [("a", "b", "entailment")]), other])
     with pytest.raises(ConfigError, match="no 'entailment' label"):
         prepare_nli([other])
-
-def test_sample_rows_is_a_seeded_subset_in_data_order():
-    data = prepare_nli([load("snli", "train", samples_root())]).labelled_pairs
-    assert sample_rows(data, 0) is data and sample_rows(data, len(data) + 5) is data
-    a, b, c = sample_rows(data, 50, seed=1), sample_rows(data, 50, seed=1), sample_rows(data, 50, seed=2)
-    assert len(a) == 50 and a.ids.tolist() == b.ids.tolist() != c.ids.tolist()
-    assert np.all(np.diff(a.ids) > 0)  # data order kept, ids of the full data
-    assert a.columns["sentence1"] == [data.columns["sentence1"][i] for i in a.ids]
-    assert a.labels.tolist() == data.labels[a.ids].tolist()
-    assert "50 of" in a.name
-    with pytest.raises(ConfigError, match="non-negative"):
-        sample_rows(data, -1)
 
 def test_nli_sentences_lists_both_sentences_of_every_pair_with_repeats():
     record = nli_record("snli", [("p1", "h1", "entailment"), ("p1", "h2", "neutral")])

@@ -16,7 +16,7 @@ import sentcl.evaluation.cli
 from sentcl.cli import main
 from sentcl.data import load, samples_root
 from sentcl.errors import OutputError
-from sentcl.evaluation.sts import STS_TASKS, evaluate_sts
+from sentcl.evaluation.sts import evaluate_sts
 from sentcl.evaluation.tasks import STS_AVERAGE, TASKS
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -40,7 +40,7 @@ def test_sts_command_on_sample_data(tmp_path, capsys):
                    "--json", str(out), "--details", str(details)])
     assert status == 0
     scores = json.loads(out.read_text())
-    assert list(scores) == [*STS_TASKS, "avg"]
+    assert list(scores) == [*STS_AVERAGE, "avg"]
     assert all(isinstance(v, float) and -100 <= v <= 100 for v in scores.values())
     full = json.loads(details.read_text())
     assert full["scores"] == scores and full["setting"] == "all"
@@ -65,6 +65,40 @@ def test_sts_command_task_subset_and_errors(tmp_path, capsys):
     missing = tmp_path / "none.json"
     assert main(["evaluate", "sts", "--model", "tiny", "--data-dir", str(tmp_path), "--json", str(missing)]) == 2
     assert "sentcl: error:" in capsys.readouterr().err and not missing.exists()
+
+
+def test_sts_command_accepts_the_papers_spellings_and_refuses_other_tasks(tmp_path, capsys):
+    out = tmp_path / "sts.json"
+    assert main(["evaluate", "sts", "--model", "tiny", "--data-dir", str(samples_root()), "--tasks", "STS-B", "sickr",
+                 "--setting", "wmean", "--json", str(out)]) == 0
+    scores = json.loads(out.read_text())
+    assert list(scores) == ["STSb", "SICK-R", "avg"] and scores["avg"] == pytest.approx((scores["STSb"] + scores["SICK-R"]) / 2)
+    for name, why in (("MRPC", "not an STS task with scored pairs"), ("SimCLUE", "not an STS task with scored pairs"),
+                      ("CQA-A", "not an STS task with scored pairs"), ("STS17", "unknown evaluation task")):
+        with pytest.raises(SystemExit) as exc:
+            main(["evaluate", "sts", "--model", "tiny", "--tasks", name, "--json", str(out)])
+        assert exc.value.code == 2 and why in capsys.readouterr().err
+
+
+def test_sts_command_is_the_one_scoring_path_in_every_setting(tmp_path):
+    """The command's numbers are :func:`score`'s: each task's pooled Spearman in the "all" setting,
+    the chosen setting's for STS12-16 and the pooled one for STS-B and SICK-R whatever the setting."""
+    from sentcl.embeddings import embedder
+    from sentcl.evaluation.scoring import average, score
+    from sentcl.evaluation.tasks import load_task
+    from sentcl.models import load_encoder
+
+    names = ["STS12", "STS16", "STSb"]
+    scored = score(embedder(load_encoder("tiny"), precision="fp32"), {n: load_task(n, samples_root()) for n in names})
+    for setting in ("all", "wmean"):
+        out = tmp_path / f"{setting}.json"
+        assert main(["evaluate", "sts", "--model", "tiny", "--data-dir", str(samples_root()), "--tasks", *names,
+                     "--setting", setting, "--json", str(out)]) == 0
+        scores = json.loads(out.read_text())
+        expected = {n: scored[n].result["spearman"]["all" if n == "STSb" else setting] for n in names}
+        assert scores == pytest.approx(expected | {"avg": average({n: {"Spearman": v} for n, v in expected.items()})},
+                                       abs=1e-12)
+    assert scores["STS16"] != pytest.approx(scored["STS16"].values["Spearman"])  # wmean is not the pooled value
 
 
 @pytest.mark.parametrize(("dataset", "split"), [("semeval2016_cqa_a", "test"), ("cough", "user_queries")])
@@ -191,7 +225,7 @@ def test_minilm_reproduces_the_published_mteb_sts_scores(shared_data, tmp_path, 
     assert main(["evaluate", "sts", "--model", MINILM, "--data-dir", str(shared_data),
                  "--json", str(out), "--details", str(details)]) == 0
     scores = json.loads(out.read_text())
-    assert list(scores) == [*STS_TASKS, "avg"]
+    assert list(scores) == [*STS_AVERAGE, "avg"]
     full = json.loads(details.read_text())
     assert full["precision"] == "fp32"
     counts = {t: d["n"] for t, d in full["details"].items()}
@@ -199,7 +233,7 @@ def test_minilm_reproduces_the_published_mteb_sts_scores(shared_data, tmp_path, 
                       "STSb": 1379, "SICK-R": 4927}
     for task in ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb"):
         assert scores[task] == pytest.approx(MTEB_MINILM[task], abs=0.015), task
-    assert scores["avg"] == pytest.approx(np.mean([scores[t] for t in STS_TASKS]))
+    assert scores["avg"] == pytest.approx(np.mean([scores[t] for t in STS_AVERAGE]))
 
     # SICK-R as MTEB scores it: all 9927 pairs, with the same model, precision and vectors
     sick_all = evaluate_sts(load("sickr", "all", shared_data), embeds[0])

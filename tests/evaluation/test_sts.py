@@ -11,16 +11,10 @@ from scipy.stats import spearmanr
 
 from sentcl.data import samples_root
 from sentcl.data.records import ScoredPairs
-from sentcl.errors import ConfigError
 from sentcl.evaluation.common import embed_unique, pairwise_cosine, unique_texts
-from sentcl.evaluation.sts import (
-    STS_TASKS,
-    cosine_spearman,
-    evaluate_sts,
-    evaluate_sts_datasets,
-    evaluate_sts_tasks,
-    sample_pairs,
-)
+from sentcl.evaluation.scoring import average, score
+from sentcl.evaluation.sts import cosine_spearman, evaluate_sts
+from sentcl.evaluation.tasks import STS_AVERAGE, load_task
 
 
 def hash_embed(texts, dim=16):
@@ -124,44 +118,9 @@ def test_embed_is_called_once_on_distinct_texts():
         embed_unique(lambda texts: np.zeros((1, 3)), ["a", "b"])
 
 
-def test_seven_tasks_on_sample_data_encode_once_and_average():
-    calls = []
-
-    def embed(texts):
-        calls.append(len(texts))
-        return hash_embed(texts)
-
-    out = evaluate_sts_tasks(embed, data_dir=samples_root())
-    assert list(out["scores"]) == [*STS_TASKS, "avg"]
-    assert len(calls) == 1
-    assert out["scores"]["avg"] == pytest.approx(np.mean([out["scores"][t] for t in STS_TASKS]))
-    assert all(d["sample"] for d in out["details"].values())
-    assert out["scores"]["STS12"] == out["details"]["STS12"]["spearman"]["all"]
-    wmean = evaluate_sts_tasks(hash_embed, data_dir=samples_root(), tasks=["STS16", "SICK-R"], setting="wmean")
-    assert list(wmean["scores"]) == ["STS16", "SICK-R", "avg"]
-    assert wmean["scores"]["STS16"] == wmean["details"]["STS16"]["spearman"]["wmean"]
-    assert wmean["scores"]["SICK-R"] == wmean["details"]["SICK-R"]["spearman"]["all"]  # pooled whatever the setting
-
-
-def scored(n=40, seed=0):
-    rng = np.random.default_rng(seed)
-    return ScoredPairs(
-        name="toy", split="test", sentences1=[f"a{i}" for i in range(n)], sentences2=[f"b{i % 25}" for i in range(n)],
-        scores=rng.uniform(0, 5, n), subsets=["x" if i % 3 else "y" for i in range(n)],
-    )
-
-def test_sample_pairs_is_a_seeded_subset_in_order():
-    pairs = scored()
-    assert sample_pairs(pairs, 0) is pairs and sample_pairs(pairs, 40) is pairs
-    sub = sample_pairs(pairs, 10, seed=4)
-    assert len(sub) == 10 and sub.sentences1 == sample_pairs(pairs, 10, seed=4).sentences1
-    rows = [pairs.sentences1.index(s) for s in sub.sentences1]
-    assert rows == sorted(rows)
-    assert sub.scores.tolist() == pairs.scores[rows].tolist() and sub.subsets == [pairs.subsets[i] for i in rows]
-    with pytest.raises(ConfigError, match="at least 2"):
-        sample_pairs(pairs, 1)
-
-def test_evaluate_sts_datasets_is_the_pooled_spearman_per_task_and_their_mean():
+def test_seven_tasks_on_sample_data_encode_once_pooled_and_average():
+    """The English STS tasks through the one scoring path: one call of the encoder for all of them,
+    each task's Spearman the pooled one (SentEval's "all"), the Average their mean."""
     rng = np.random.default_rng(5)
     table = {}
 
@@ -170,17 +129,31 @@ def test_evaluate_sts_datasets_is_the_pooled_spearman_per_task_and_their_mean():
         return np.stack([table.setdefault(t, rng.standard_normal(8)) for t in texts])
 
     embed.calls = 0
-    tasks = {"T1": scored(30, 1), "T2": scored(20, 2)}
-    scores = evaluate_sts_datasets(embed, tasks)["scores"]
+    records = {name: load_task(name, samples_root()) for name in STS_AVERAGE}
+    scored = score(embed, records)
+    assert list(scored) == list(STS_AVERAGE)
     assert embed.calls == 1  # every distinct sentence of every task in one call
-    for name, pairs in tasks.items():
+    for name, pairs in records.items():
         a, b = np.stack([table[s] for s in pairs.sentences1]), np.stack([table[s] for s in pairs.sentences2])
         cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-        assert scores[name] == pytest.approx(100 * spearmanr(cos, pairs.scores).statistic, abs=1e-9)
-        assert scores[name] == pytest.approx(evaluate_sts(pairs, embed)["spearman"]["all"], abs=1e-9)
-    assert scores["avg"] == pytest.approx((scores["T1"] + scores["T2"]) / 2)
-    with pytest.raises(ConfigError, match="'avg'"):
-        evaluate_sts_datasets(embed, {"avg": scored()})
+        assert scored[name].values["Spearman"] == pytest.approx(100 * spearmanr(cos, pairs.scores).statistic, abs=1e-9)
+        assert scored[name].values["Spearman"] == scored[name].result["spearman"]["all"]
+        assert scored[name].result["sample"]
+    values = {name: s.values for name, s in scored.items()}
+    assert average(values) == pytest.approx(np.mean([v["Spearman"] for v in values.values()]))
+    # the other settings stay in the evaluator's result (sentcl evaluate sts --setting wmean reads them)
+    sts16 = scored["STS16"].result["spearman"]
+    assert sts16["wmean"] == pytest.approx(np.average([s["spearman"] for s in scored["STS16"].result["subsets"].values()],
+                                                      weights=[s["n"] for s in scored["STS16"].result["subsets"].values()]))
+    assert abs(sts16["wmean"] - sts16["all"]) > 1e-6
+
+
+def scored(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    return ScoredPairs(
+        name="toy", split="test", sentences1=[f"a{i}" for i in range(n)], sentences2=[f"b{i % 25}" for i in range(n)],
+        scores=rng.uniform(0, 5, n), subsets=["x" if i % 3 else "y" for i in range(n)],
+    )
 
 
 # --------------------------------------------------------------------------- sentcl.book.claims
@@ -200,12 +173,3 @@ def test_a_subset_with_one_pair_has_no_correlation_and_stays_out_of_the_means():
                          subsets=["p", "q"])
     assert np.isnan(evaluate_sts(lonely, hash_embed)["spearman"]["mean"])
 
-
-def test_sts_tasks_accept_the_papers_spellings_and_refuse_other_tasks():
-    out = evaluate_sts_tasks(hash_embed, data_dir=samples_root(), tasks=["STS-B", "sickr"])
-    assert list(out["scores"]) == ["STSb", "SICK-R", "avg"]
-    for name in ("MRPC", "SimCLUE", "CQA-A"):
-        with pytest.raises(ConfigError, match="STS tasks with scored pairs"):
-            evaluate_sts_tasks(hash_embed, data_dir=samples_root(), tasks=[name])
-    with pytest.raises(ConfigError, match="unknown evaluation task"):
-        evaluate_sts_tasks(hash_embed, data_dir=samples_root(), tasks=["STS17"])

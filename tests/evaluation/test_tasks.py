@@ -20,19 +20,9 @@ from sentcl.errors import ConfigError, DataMissingError
 from sentcl.evaluation.classification import evaluate_pair_classification
 from sentcl.evaluation.common import embed_groups
 from sentcl.evaluation.retrieval import evaluate_retrieval
+from sentcl.evaluation.scoring import average, evaluate_tasks, score
 from sentcl.evaluation.sts import evaluate_sts
-from sentcl.evaluation.tasks import (
-    STS_AVERAGE,
-    TASKS,
-    EvalTask,
-    Metric,
-    average,
-    evaluate_tasks,
-    load_task,
-    load_tasks,
-    score_tasks,
-    task,
-)
+from sentcl.evaluation.tasks import STS_AVERAGE, TASKS, EvalTask, Metric, load_task, load_tasks, task
 
 # the tasks whose data the sample data root lacks (their real sets are not distributed here)
 NOT_IN_SAMPLES = {"CQA-A", "CQA-B", "Antique", "PFCC-S", "CLEF-2020", "FAQIR"}
@@ -154,7 +144,7 @@ def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ConfigError, match="list of task names"):
         load_tasks("STS12", samples_root())
     with pytest.raises(ConfigError, match="same task"):
-        score_tasks(hash_embed, {"STSb": load_task("STSb", samples_root()), "STS-B": load_task("STS-B", samples_root())})
+        score(hash_embed, {"STSb": load_task("STSb", samples_root()), "STS-B": load_task("STS-B", samples_root())})
 
 
 def test_a_task_definition_is_checked():

@@ -14,9 +14,10 @@ from sentcl.data.folds import grouped_query_folds
 from sentcl.embeddings import encode
 from sentcl.errors import ConfigError
 from sentcl.evaluation.retrieval import evaluate_retrieval
+from sentcl.evaluation.scoring import dev_evaluator
 from sentcl.models import set_attention_dropout, tiny_model
 from sentcl.training import SequentialBatchSampler, TrainingConfig
-from sentcl.training.entropy_models import BASE, EQ1, RCL, faq_cross_validation, faq_dev_evaluator
+from sentcl.training.entropy_models import BASE, EQ1, RCL, faq_cross_validation
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 
@@ -105,7 +106,8 @@ def test_the_dev_evaluator_is_map_on_the_dev_questions_against_the_whole_bank(ba
     dev = bank.take([0, 5, 9])
     model = tiny_model(seed=0)
     expected = evaluate_retrieval(dev, lambda t: encode(model, t, cache=False, precision="fp32"), metrics=["map"])
-    assert faq_dev_evaluator(dev, precision="fp32")(model) == pytest.approx({"map": expected["scores"]["map"]})
+    assert dev_evaluator("COUGH", dev, metric_keys=["map"], precision="fp32")(model) == pytest.approx(
+        {"map": expected["scores"]["map"]})
 
 
 def test_table2_protocol_rejects_what_it_cannot_run(bank):

@@ -19,7 +19,7 @@ from sentcl.data.registry import load, samples_root
 from sentcl.embeddings import embedder, encode
 from sentcl.errors import ConfigError
 from sentcl.evaluation.geometry import evaluate_geometry
-from sentcl.evaluation.sts import sts_dev_evaluator
+from sentcl.evaluation.scoring import dev_evaluator
 from sentcl.losses import MultipleNegativesRankingLoss, SentclLoss, SoftmaxLoss
 from sentcl.models import tiny_model
 from sentcl.training import (
@@ -54,7 +54,7 @@ def sts_dev():
 
 @pytest.fixture(scope="module")
 def evaluator(sts_dev):
-    return sts_dev_evaluator(sts_dev)
+    return dev_evaluator("STSb", sts_dev)
 
 
 def test_sts_evaluator_is_the_cosine_spearman_of_the_dev_pairs(sts_dev):
@@ -62,7 +62,7 @@ def test_sts_evaluator_is_the_cosine_spearman_of_the_dev_pairs(sts_dev):
     a = encode(model, sts_dev.sentences1, precision="fp32", cache=False)
     b = encode(model, sts_dev.sentences2, precision="fp32", cache=False)
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    metrics = sts_dev_evaluator(sts_dev, precision="fp32")(model)
+    metrics = dev_evaluator("STSb", sts_dev, precision="fp32")(model)
     assert metrics["spearman"] == pytest.approx(100 * spearmanr(cos, sts_dev.scores).statistic, abs=1e-9)
     assert set(metrics) == {"spearman", "pearson"}
 

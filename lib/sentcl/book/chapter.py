@@ -30,7 +30,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
@@ -334,11 +333,9 @@ class ChapterRun:
         """The STS-B test pairs every geometry measure of this run uses (SimCSE's protocol;
         :data:`GEOMETRY_PAIRS` says how many per profile), loaded once and logged."""
         if self._geometry_pairs is None:
-            pairs = self.load("stsbenchmark", "test")
-            limit = GEOMETRY_PAIRS[self.profile]
-            if limit and len(pairs) > limit:
-                pairs = pairs.take(np.sort(np.random.default_rng(0).choice(len(pairs), limit, replace=False)))
-            self._geometry_pairs = pairs
+            from ..data.records import subset
+
+            self._geometry_pairs = subset(self.load("stsbenchmark", "test"), GEOMETRY_PAIRS[self.profile], 0, "GEOMETRY_PAIRS")
         return self._geometry_pairs
 
     def geometry_callback(self, every_steps: int):

@@ -12,8 +12,8 @@ every pair with a gold label, with its 3-way label (entailment, neutral, contrad
 942,069 pairs.
 
 :func:`prepare_nli` builds both from the loaders' records and counts every step, so that a
-notebook can assert the paper's numbers; :func:`sample_rows` takes a seeded subset (a demo's
-training budget); :func:`nli_sentences` lists the sentences of NLI pairs (the set BERT-whitening
+notebook can assert the paper's numbers (a seeded subset for a demo's training budget is
+:func:`sentcl.data.records.subset`); :func:`nli_sentences` lists the sentences of NLI pairs (the set BERT-whitening
 fits its kernel on, Su et al. 2021).
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-from .records import LabelledPairs, TrainingData, draw_rows
+from .records import LabelledPairs, TrainingData
 
 ENTAILMENT = "entailment"
 
@@ -113,15 +113,6 @@ def prepare_nli(records: Sequence[LabelledPairs]) -> NLIData:
     )
 
 
-def sample_rows(data: TrainingData, rows: int, seed: int = 0) -> TrainingData:
-    """``rows`` rows of ``data`` drawn without replacement (seeded), in the data's order; all of
-    them when ``rows`` is 0 or not smaller than the data."""
-    picked = draw_rows(len(data), rows, seed, "rows")
-    if picked is None:
-        return data
-    return data.take(picked, name=f"{data.name} ({rows} of {len(data)}, seed {seed})")
-
-
 def nli_sentences(records: Sequence[LabelledPairs]) -> list[str]:
     """Both sentences of every pair, every label, in record order, repeats kept (a premise occurs
     once per hypothesis): the NLI sentences BERT-whitening's "NLI" variant fits its kernel on
@@ -129,4 +120,4 @@ def nli_sentences(records: Sequence[LabelledPairs]) -> list[str]:
     return [s for r in records for pair in zip(r.sentences1, r.sentences2, strict=True) for s in pair]
 
 
-__all__ = ["ENTAILMENT", "NLICounts", "NLIData", "count_nli", "nli_sentences", "prepare_nli", "sample_rows"]
+__all__ = ["ENTAILMENT", "NLICounts", "NLIData", "count_nli", "nli_sentences", "prepare_nli"]

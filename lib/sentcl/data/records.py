@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, overload
 
 import numpy as np
 
@@ -48,13 +48,45 @@ def draw_rows(size: int, count: int, seed: int = 0, what: str = "count") -> np.n
     """``count`` of ``size`` row indices drawn without replacement with ``seed``, ascending (a
     draw keeps the data's order); ``None`` when ``count`` is 0 or not below ``size``: every row.
 
-    The one seeded subset behind every budget of a run (training pairs, STS pairs, the sentences
-    a whitening kernel is fitted on); ``what`` names the parameter in the error."""
+    The rows of :func:`subset`, the one seeded subset behind every budget of a run (numpy's
+    documented draw, so a budget picks the same rows in every release); ``what`` names the
+    parameter in the error."""
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
         raise ConfigError(f"{what} must be a non-negative integer (0: all), got {count!r}")
     if count == 0 or count >= size:
         return None
     return np.sort(np.random.default_rng(seed).choice(size, size=int(count), replace=False))
+
+
+T = TypeVar("T")
+AnyRecord = TypeVar("AnyRecord", bound="_Record")
+
+
+@overload
+def subset(data: list[T], count: int, seed: int = ..., what: str = ...) -> list[T]: ...
+@overload
+def subset(data: TrainingData, count: int, seed: int = ..., what: str = ...) -> TrainingData: ...
+@overload
+def subset(data: AnyRecord, count: int, seed: int = ..., what: str = ...) -> AnyRecord: ...
+def subset(data, count, seed=0, what="count"):
+    """At most ``count`` rows of ``data`` drawn with ``seed`` by :func:`draw_rows`, in ``data``'s
+    order; ``data`` itself when ``count`` is 0 or not below its size.
+
+    The one seeded subset of every budget (training rows, evaluation pairs or queries, STS-B
+    pairs for geometry, dev pairs, sentences to fit on). ``data`` is a record (its rows; a
+    :class:`RetrievalSet`'s queries, the corpus kept whole), :class:`TrainingData` (named
+    ``"<name> (<count> of <size>, seed <seed>)"``, its row ids kept) or a plain list (texts);
+    ``what`` names the parameter in the error."""
+    if not isinstance(data, (_Record, TrainingData, list)):
+        raise ConfigError(f"{what}: a subset of a record, TrainingData or a list, got {type(data).__name__}")
+    rows = draw_rows(len(data), count, seed, what)
+    if rows is None:
+        return data
+    if isinstance(data, list):
+        return [data[i] for i in rows]
+    if isinstance(data, TrainingData):
+        return data.take(rows, name=f"{data.name} ({count} of {len(data)}, seed {seed})")
+    return data.take(rows)
 
 
 R = TypeVar("R", bound="_Record")
@@ -89,7 +121,7 @@ class _Record:
         """The given rows (indices, in the order given) as a record of the same dataset and split.
 
         The one way to take a subset of rows for every record type (a seeded draw of
-        :func:`draw_rows`, a label filter, an STS subset)."""
+        :func:`subset`, a label filter, an STS subset)."""
         rows = np.asarray(rows, dtype=np.int64)
         picked = {}
         for f in fields(self):

@@ -9,8 +9,10 @@ seeded subset of each set (quick runs only).
 
 ``sentcl evaluate sts --model M [--data-dir D] [--tasks ...] --json OUT`` writes
 ``{"STS12": .., "STS13": .., "STS14": .., "STS15": .., "STS16": .., "STSb": .., "SICK-R": ..,
-"avg": ..}`` (Spearman ×100; only the chosen tasks with ``--tasks``) and prints a table;
-``--setting`` and ``--sick-split`` choose SentEval's aggregate and MTEB's SICK-R.
+"avg": ..}`` (Spearman ×100; only the chosen tasks with ``--tasks``; ``avg`` is the tables'
+Average over the English STS columns among them) and prints a table; ``--setting`` and
+``--sick-split`` choose SentEval's aggregate and MTEB's SICK-R. Both commands score through
+:func:`sentcl.evaluation.scoring.score`, as the chapters do.
 ``sentcl evaluate retrieval --model M --dataset NAME --json OUT`` writes ``{metric: value}``
 for any split of a retrieval dataset with any metrics.
 
@@ -29,12 +31,14 @@ import argparse
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ConfigError, OutputError
 from ..io import atomic_write_json
 from .retrieval import DEFAULT_METRICS, PROTOCOLS
-from .tasks import SETTINGS, STS_AVERAGE, TASKS, average, task
+from .sts import SETTINGS
+from .tasks import SPEARMAN, STS_AVERAGE, TASKS, task
 
 
 def _task_name(name: str) -> str:
@@ -163,21 +167,31 @@ def _write(args: argparse.Namespace, scores: dict, details: dict) -> None:
 
 
 def cmd_sts(args: argparse.Namespace) -> int:
-    from .sts import evaluate_sts_tasks
+    from ..data import load
+    from .scoring import average, score
+    from .sts import POOLED_ONLY
 
     _check_outputs(args)
     started = time.perf_counter()
-    result = evaluate_sts_tasks(
-        _embedder(args), data_dir=args.data_dir, tasks=args.tasks, setting=args.setting, sick_split=args.sick_split
-    )
-    details = {"model": args.model, "precision": args.precision, "max_seq_length": args.max_seq_length, **result}
-    _write(args, result["scores"], details)
+    chosen = [TASKS[name] for name in dict.fromkeys(args.tasks or STS_AVERAGE)]
+    # SICK-R on another split (MTEB's: all 9927 pairs) is the table's task on that split
+    tasks = {t.name: replace(t, split=args.sick_split) if t.name == "SICK-R" else t for t in chosen}
+    records = {name: load(t.dataset, t.split, args.data_dir, **dict(t.load_options)) for name, t in tasks.items()}
+    scored = score(_embedder(args), records, tasks=tasks)
+    results = {name: s.result for name, s in scored.items()}
+    # STS12-16 in the chosen setting; sets of one pooled set (STS-B, SICK-R) pooled whatever it is
+    scores = {name: r["spearman"]["all" if r["dataset"] in POOLED_ONLY else args.setting] for name, r in results.items()}
+    if any(name in STS_AVERAGE for name in scores):
+        scores["avg"] = average({name: {SPEARMAN.label: value} for name, value in scores.items()})
+    details = {"model": args.model, "precision": args.precision, "max_seq_length": args.max_seq_length,
+               "scores": scores, "setting": args.setting, "details": results, "sick_split": args.sick_split}
+    _write(args, scores, details)
     rows = [("task", "Spearman x100", "pairs")]
-    for name, value in result["scores"].items():
-        n = str(result["details"][name]["n"]) if name in result["details"] else ""
+    for name, value in scores.items():
+        n = str(results[name]["n"]) if name in results else ""
         rows.append((name, f"{value:.2f}", n))
     print(_table(rows))
-    if any(d["sample"] for d in result["details"].values()):
+    if any(r["sample"] for r in results.values()):
         print("[sample data: the project's own small sets, not the real benchmarks]")
     print(f"({args.setting} setting for STS12-16; {time.perf_counter() - started:.0f} s; written to {args.json})")
     return 0
@@ -210,16 +224,18 @@ def cmd_retrieval(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    from .tasks import load_tasks, score_tasks
+    from .scoring import average, score
+    from .tasks import load_tasks
 
     _check_outputs(args)
     started = time.perf_counter()
     tasks = list(dict.fromkeys(args.tasks))
     records = load_tasks(tasks, args.data_dir, args.max_pairs, args.seed)
-    results = score_tasks(_embedder(args), records)
-    scores = {name: TASKS[name].report(result) for name, result in results.items()}
+    scored = score(_embedder(args), records)
+    results = {name: s.result for name, s in scored.items()}
+    scores = {name: s.values for name, s in scored.items()}
     if any(name in STS_AVERAGE for name in scores):
-        scores["Average"] = {"Spearman": average(scores)}
+        scores["Average"] = {SPEARMAN.label: average(scores)}
     details = {
         "model": args.model, "precision": args.precision, "max_seq_length": args.max_seq_length,
         "max_pairs": args.max_pairs, "seed": args.seed, "scores": scores, "results": results,

@@ -192,6 +192,7 @@ def semeval_scores(
     candidates: Mapping[str, Sequence[str]],
     cutoff: int = 10,
     relevance_level: int = 1,
+    per_query: bool = False,
 ) -> dict:
     """MAP and MRR as the SemEval-2016/2017 Task 3 official scorer computes them.
 
@@ -199,7 +200,9 @@ def semeval_scores(
     run score with a stable sort (ties keep the candidate order), cut at ``cutoff``; average
     precision is the mean of the precisions at the relevant candidates in the cut list (0 when
     there is none) and the reciprocal rank is that of the first relevant one in it. Every
-    question counts in the mean. Scores are in [0, 1] (the scorer prints MRR ×100).
+    question counts in the mean. Scores are in [0, 1] (the scorer prints MRR ×100). With
+    ``per_query``, ``"per_query": {qid: {"map": AP, "mrr": RR}}`` too, in ``candidates``' order:
+    their means are the scores.
     """
     if cutoff < 1:
         raise ConfigError(f"cutoff must be >= 1, got {cutoff}")
@@ -220,11 +223,14 @@ def semeval_scores(
         no_relevant += not any(judged.get(c, 0) >= relevance_level for c in cands)
         aps.append(float(np.mean(np.arange(1, len(positions) + 1) / positions)) if len(positions) else 0.0)
         rrs.append(1.0 / positions[0] if len(positions) else 0.0)
-    return {
+    result = {
         "scores": {"map": float(np.mean(aps)), "mrr": float(np.mean(rrs))},
         "n_queries": len(aps),
         "queries_without_relevant": no_relevant,
     }
+    if per_query:
+        result["per_query"] = {q: {"map": ap, "mrr": rr} for q, ap, rr in zip(candidates, aps, rrs, strict=True)}
+    return result
 
 
 def _trec_order(scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -338,6 +344,9 @@ def evaluate_retrieval(
     ``depth`` best documents (``None``: the full ranking, so MAP is exact).
     ``protocol="semeval"`` (candidate lists only) scores MAP and MRR as the SemEval Task 3
     official scorer does (see :func:`semeval_scores`); ``"trec"`` uses trec_eval semantics.
+    ``per_query`` adds ``"per_query": {qid: {metric: value}}`` for the queries the means are
+    over, in the run's order (the record's queries, or its candidate lists'): each metric's mean
+    over them is its score.
     """
     check_choice("protocol", protocol, PROTOCOLS)
     if protocol == "semeval" and data.candidates is None:
@@ -370,7 +379,7 @@ def evaluate_retrieval(
 
     if protocol == "semeval":
         assert data.candidates is not None  # checked above
-        result = semeval_scores(data.qrels, run, data.candidates, relevance_level=relevance_level)
+        result = semeval_scores(data.qrels, run, data.candidates, relevance_level=relevance_level, per_query=per_query)
     else:
         result = evaluate_run(data.qrels, run, metrics, relevance_level=relevance_level, per_query=per_query)
     return {

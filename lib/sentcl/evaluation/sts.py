@@ -20,33 +20,27 @@ in [0, 1]; its SICK-R task, however, scores all 9927 SICK pairs (our split ``all
 4927 test pairs that SentEval and the papers use. all-MiniLM-L6-v2 in fp32 reproduces its
 published MTEB scores to within 0.011 on every task (``tests/evaluation/test_cli.py``).
 
-The task names and their (dataset, split) come from the task table,
-:data:`sentcl.evaluation.tasks.TASKS`; :data:`STS_TASKS` is its seven English STS columns.
+Which dataset and split a paper's STS column is, and its setting, are in the task table
+(:data:`sentcl.evaluation.tasks.TASKS`); :mod:`sentcl.evaluation.scoring` scores tasks through
+:func:`evaluate_sts` and keeps each pair's similarity for resampling.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import TypeVar
-
 import numpy as np
 from numpy.typing import ArrayLike
-from sentence_transformers import SentenceTransformer
 
-from ..data import load
-from ..data.records import LabelledPairs, ScoredPairs, draw_rows
-from ..embeddings import Embed, encode
-from ..errors import ConfigError, check_choice
-from .common import embed_groups, pair_embeddings, pairwise_cosine
-from .tasks import SETTINGS, STS_AVERAGE, TASKS, task
+from ..data.records import ScoredPairs
+from ..embeddings import Embed
+from ..errors import ConfigError
+from .common import pair_embeddings, pairwise_cosine
 
-STS_TASKS: dict[str, tuple[str, str]] = {name: (TASKS[name].dataset, TASKS[name].split) for name in STS_AVERAGE}
-"""The seven English STS tasks of :data:`~sentcl.evaluation.tasks.TASKS` -> (dataset, split)."""
+SETTINGS = ("all", "mean", "wmean")
+"""SentEval's aggregates of an STS year's subsets: the pooled correlation, the mean and the
+size-weighted mean of the subsets' correlations."""
 # datasets scored as one pooled set whatever the setting (their subsets are genres or
 # source years of one set, not a year's separate files)
-_POOLED_ONLY = ("stsbenchmark", "sickr", "cnsd_stsb")
-Pairs = TypeVar("Pairs", ScoredPairs, LabelledPairs)
+POOLED_ONLY = ("stsbenchmark", "sickr", "cnsd_stsb")
 _NO_CORRELATION = {"spearman": float("nan"), "pearson": float("nan")}
 
 
@@ -86,7 +80,7 @@ def evaluate_sts(
 
     ``all`` is the correlation over every pair pooled; ``mean`` and ``wmean`` are the plain
     and size-weighted means of the per-subset correlations (SentEval's three settings). A
-    subset with a single pair (possible in a small :func:`sample_pairs` draw) has no
+    subset with a single pair (possible in a small seeded subset) has no
     correlation (NaN) and is left out of ``mean`` and ``wmean``.
     """
     if len(pairs) < 2:
@@ -118,88 +112,3 @@ def evaluate_sts(
         }
     result["subsets"] = per_subset
     return result
-
-
-def evaluate_sts_tasks(
-    embed: Embed,
-    data_dir: str | Path | None = None,
-    tasks: Sequence[str] | None = None,
-    setting: str = "all",
-    sick_split: str = "test",
-) -> dict:
-    """The seven English STS tasks (or ``tasks``, STS tasks of :data:`~sentcl.evaluation.tasks.TASKS`
-    in any accepted spelling) loaded from the data root and scored by :func:`evaluate_sts_datasets`,
-    keyed by their table names; the result also names ``sick_split``.
-
-    ``sick_split`` is the SICK-R split: ``test`` (4927 pairs, SentEval and the papers) or
-    ``all`` (9927 pairs, what MTEB's SICK-R scores).
-    """
-    chosen = [task(t) for t in (STS_AVERAGE if tasks is None else tasks)]
-    if not chosen or any(t.evaluator != "sts" or t.positive_label is not None for t in chosen):
-        valid = [n for n, t in TASKS.items() if t.evaluator == "sts" and t.positive_label is None]
-        raise ConfigError(f"STS tasks with scored pairs, one of {', '.join(valid)}; got {list(tasks or [])}")
-    if sick_split not in ("test", "all"):
-        raise ConfigError(f"sick_split must be 'test' or 'all', got {sick_split!r}")
-    datasets = {t.name: load(t.dataset, sick_split if t.name == "SICK-R" else t.split, data_dir) for t in chosen}
-    return {**evaluate_sts_datasets(embed, datasets, setting), "sick_split": sick_split}
-
-
-def evaluate_sts_datasets(embed: Embed, datasets: Mapping[str, ScoredPairs], setting: str = "all") -> dict:
-    """Spearman ×100 on each of several loaded STS datasets, and their average.
-
-    ``datasets`` maps a task name (as a table writes it, e.g. ``"STSb"``) to its pairs, whole
-    or a :func:`sample_pairs` subset. Every distinct sentence of all the tasks is encoded in
-    one call of ``embed``. Returns::
-
-        {"scores": {task: ..., "avg": ...}, "setting": "all", "details": {task: evaluate_sts(...) result}}
-
-    ``scores`` holds, for STS12-16, the Spearman of ``setting`` ("all", "mean" or "wmean")
-    and, for STS Benchmark and SICK-R, the pooled Spearman; ``avg`` is their plain mean (the
-    "Avg." column of the papers' tables).
-    """
-    if not datasets:
-        raise ConfigError("evaluate_sts_datasets needs at least one task")
-    if "avg" in datasets:
-        raise ConfigError("'avg' is the name of the average, not a task name")
-    check_choice("STS setting", setting, SETTINGS)
-    matrices = embed_groups(embed, [[*d.sentences1, *d.sentences2] for d in datasets.values()])
-    details = {}
-    for (name, pairs), vectors in zip(datasets.items(), matrices, strict=True):
-        n = len(pairs)
-        details[name] = evaluate_sts(pairs, embeddings1=vectors[:n], embeddings2=vectors[n:])
-    scores = {
-        name: d["spearman"]["all" if datasets[name].name in _POOLED_ONLY else setting] for name, d in details.items()
-    }
-    scores["avg"] = float(np.mean(list(scores.values())))
-    return {"scores": scores, "setting": setting, "details": details}
-
-
-def sample_pairs(pairs: Pairs, max_pairs: int, seed: int = 0) -> Pairs:
-    """At most ``max_pairs`` pairs of ``pairs`` (scored or labelled), drawn without replacement
-    (seeded), in their order.
-
-    0, or a number not below the size, keeps every pair (the record itself). The draw is
-    uniform over the pooled pairs, so each subset of an STS year keeps about its share, as the
-    "all" setting weighs them. For quick runs only: the papers score the whole test sets.
-    """
-    rows = draw_rows(len(pairs), max_pairs, seed, "max_pairs")
-    if rows is None:
-        return pairs
-    if max_pairs < 2:
-        raise ConfigError(f"max_pairs must be at least 2 (a correlation or a threshold needs two pairs), got {max_pairs}")
-    return pairs.take(rows)
-
-
-def sts_dev_evaluator(pairs: ScoredPairs, precision: str = "auto", batch_size: int = 64) -> Callable[[SentenceTransformer], dict[str, float]]:
-    """A trainer evaluator (``model -> {metric: value}``, :data:`sentcl.training.trainer.Evaluator`) on a dev set of scored pairs (e.g. STS-B dev, as the MNRL-SBERT and RCL
-    papers select models): ``{"spearman": ..., "pearson": ...}``, ×100, of the cosine similarity
-    over all pairs (:func:`evaluate_sts`, pooled). The embeddings bypass the
-    embedding cache: the weights differ at every evaluation."""
-    def evaluate(model: SentenceTransformer) -> dict[str, float]:
-        def embed(texts: Sequence[str]) -> np.ndarray:
-            return encode(model, texts, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
-
-        result = evaluate_sts(pairs, embed)
-        return {"spearman": result["spearman"]["all"], "pearson": result["pearson"]["all"]}
-
-    return evaluate

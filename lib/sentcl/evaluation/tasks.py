@@ -2,10 +2,11 @@
 
 Each :class:`EvalTask` says which registered dataset and split a column of a paper's table
 is computed on, which evaluator scores it with which protocol, and which metrics the paper
-prints, in the paper's units. :func:`evaluate_tasks` scores any list of tasks with one
-encoder, encoding every distinct text of all the tasks **once**, and returns a plain dict
-``{task: {metric: value}}``; :func:`average` is the "Average" / "Avg." column of the STS
-tables.
+prints, in the paper's units; :func:`load_tasks` reads their records. This module is the
+table only: :mod:`sentcl.evaluation.scoring` scores tasks (:func:`~.scoring.score`, with each
+test item's scores; :func:`~.scoring.evaluate_tasks`, the values ``{task: {metric: value}}``),
+encoding every distinct text of all the tasks **once**, and :func:`~.scoring.average` is the
+"Average" / "Avg." column of the STS tables.
 
 =============  ==================================  ==============  ================================
 task           dataset / split                     evaluator       metrics (units)
@@ -78,7 +79,7 @@ Decisions the papers leave open (each task's ``note`` repeats its own):
 - FAQIR/COUGH: RCL ranks answers for questions of "FAQ-pairs" with a 5-fold split it does
   not describe; the task scores the ``faq_pairs`` view (question -> its answer, every
   answer with the same text relevant); a fold is the same record restricted to its
-  queries (``RetrievalSet.take``) passed to :func:`evaluate_tasks`.
+  queries (``RetrievalSet.take``) passed to :func:`~.scoring.evaluate_tasks`.
 - SimCLUE: IFCL reports a Spearman correlation on it although its gold is binary; the
   correlation of the cosine with the 0/1 label is computed.
 - Antique nDCG@1 uses the grades 1-4 as gains (trec_eval), not BSC's [0, 1] rescaling of
@@ -88,22 +89,18 @@ Decisions the papers leave open (each task's ``note`` repeats its own):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..data import load
-from ..data.records import LabelledPairs, RetrievalSet, ScoredPairs, draw_rows
-from ..embeddings import Embed
+from ..data.records import LabelledPairs, RetrievalSet, ScoredPairs, subset
 from ..errors import ConfigError
-from .common import embed_groups
 from .retrieval import PROTOCOLS, metric_name
+from .sts import SETTINGS
 
 EVALUATORS = ("sts", "retrieval", "classification")
-SETTINGS = ("all", "mean", "wmean")  # SentEval's aggregates of an STS year's subsets (see .sts)
 SEMEVAL_METRICS = ("map", "mrr")  # what the SemEval Task 3 scorer computes
 
 
@@ -177,19 +174,6 @@ class EvalTask:
                 raise ConfigError(f"{self.name}: write retrieval metric keys canonically, got {keys}")
             if self.protocol == "semeval" and set(keys) - set(SEMEVAL_METRICS):
                 raise ConfigError(f"{self.name}: the SemEval scorer computes {SEMEVAL_METRICS} only, got {keys}")
-
-    def report(self, result: Mapping[str, Any]) -> dict[str, float]:
-        """The paper's metrics, ``{label: value}`` in the paper's units, from the evaluator's result."""
-        out = {}
-        for m in self.metrics:
-            if self.evaluator == "sts":
-                value = result[m.key][self.setting]
-            elif self.evaluator == "retrieval":
-                value = result["scores"][m.key]
-            else:
-                value = result[m.key]
-            out[m.label] = float(value) * m.scale
-        return out
 
 
 def _normalised(name: str) -> str:
@@ -309,122 +293,16 @@ def load_tasks(
     loader: Callable[..., Any] | None = None,
 ) -> dict[str, ScoredPairs | LabelledPairs | RetrievalSet]:
     """:func:`load_task` for each name (keyed as given), each cut to at most ``max_pairs``
-    pairs, or queries for a retrieval task, drawn with ``seed`` (0: all; for quick runs only,
-    the papers score the whole sets)."""
-    from .sts import sample_pairs
-
+    pairs, or queries for a retrieval task, drawn with ``seed`` by
+    :func:`~sentcl.data.records.subset` (0: all; for quick runs only, the papers score the whole
+    sets). The draw is uniform over the pooled pairs, so each subset of an STS year keeps about
+    its share, as the "all" setting weighs them."""
     if isinstance(names, str):
         raise ConfigError(f"names must be a list of task names, got the string {names!r}")
-    records = {}
+    records: dict[str, ScoredPairs | LabelledPairs | RetrievalSet] = {}
     for name in names:
-        record = load_task(name, data_dir, loader=loader)
-        if task(name).evaluator == "retrieval":
-            rows = draw_rows(len(record), max_pairs, seed, "max_pairs")
-            record = record if rows is None else record.take(rows)
-        else:
-            record = sample_pairs(record, max_pairs, seed)  # type: ignore[type-var]  # either kind; mypy cannot bind the TypeVar to their union
-        records[name] = record
+        pairs = task(name).evaluator != "retrieval"
+        if pairs and max_pairs == 1:
+            raise ConfigError(f"max_pairs must be at least 2 (a correlation or a threshold needs two pairs), got {max_pairs}")
+        records[name] = subset(load_task(name, data_dir, loader=loader), max_pairs, seed, "max_pairs")
     return records
-
-
-def _evaluated(name: str, t: EvalTask, record: Any) -> ScoredPairs | LabelledPairs | RetrievalSet:
-    """``record`` as the task's evaluator takes it, after checking it is the task's data."""
-    if (getattr(record, "name", None), getattr(record, "split", None)) != (t.dataset, t.split):
-        found = f"{record.name}/{record.split}" if hasattr(record, "split") else type(record).__name__
-        raise ConfigError(f"{name} is computed on {t.dataset}/{t.split}, got {found} (load it with load_task)")
-    if t.evaluator == "sts" and t.positive_label is not None and isinstance(record, LabelledPairs):
-        if t.positive_label not in record.label_names:
-            raise ConfigError(f"{name}: no label {t.positive_label!r}; labels are {list(record.label_names)}")
-        positive = record.label_names.index(t.positive_label)
-        return ScoredPairs(
-            name=record.name, split=record.split, sources=list(record.sources), dropped=dict(record.dropped),
-            sample=record.sample, sentences1=record.sentences1, sentences2=record.sentences2,
-            scores=(record.labels == positive).astype(np.float64), subsets=[record.name] * len(record),
-        )
-    expected: type[ScoredPairs | LabelledPairs | RetrievalSet] = {
-        "sts": ScoredPairs, "classification": LabelledPairs, "retrieval": RetrievalSet
-    }[t.evaluator]
-    if not isinstance(record, expected):
-        raise ConfigError(f"{name}: the {t.evaluator} evaluator takes {expected.__name__}, got {type(record).__name__}")
-    return record
-
-
-def _texts(record: ScoredPairs | LabelledPairs | RetrievalSet) -> list[str]:
-    if isinstance(record, RetrievalSet):
-        return [*record.queries.values(), *record.corpus.values()]
-    return [*record.sentences1, *record.sentences2]
-
-
-def score_tasks(embed: Embed, records: Mapping[str, Any]) -> dict[str, dict]:
-    """Each task's full evaluator result (JSON-able), computed from one call of ``embed``.
-
-    ``records`` maps task names (any accepted spelling; the keys are kept) to their records
-    (:func:`load_task`, or a subset of one). The texts of all the tasks are collected, every
-    distinct text is encoded once, and each task is scored from its rows of that matrix with
-    its evaluator and protocol.
-    """
-    from .classification import evaluate_pair_classification
-    from .retrieval import evaluate_retrieval
-    from .sts import evaluate_sts
-
-    if not records:
-        raise ConfigError("no evaluation task given")
-    chosen = {name: task(name) for name in records}
-    seen: dict[str, str] = {}
-    for name, t in chosen.items():
-        if seen.setdefault(t.name, name) != name:
-            raise ConfigError(f"{seen[t.name]!r} and {name!r} are the same task ({t.name})")
-    data = {name: _evaluated(name, chosen[name], record) for name, record in records.items()}
-    matrices = embed_groups(embed, [_texts(record) for record in data.values()])
-    results = {}
-    for (name, record), vectors in zip(data.items(), matrices, strict=True):
-        t = chosen[name]
-        if isinstance(record, RetrievalSet):  # _evaluated gave each task its evaluator's kind of record
-            assert t.relevance_level is not None and t.protocol is not None  # a retrieval task has both (EvalTask)
-            nq = len(record.queries)
-            results[name] = evaluate_retrieval(
-                record, query_embeddings=vectors[:nq], corpus_embeddings=vectors[nq:],
-                metrics=[m.key for m in t.metrics], relevance_level=t.relevance_level, protocol=t.protocol,
-            )
-        else:
-            n = len(record)
-            if isinstance(record, ScoredPairs):
-                results[name] = evaluate_sts(record, embeddings1=vectors[:n], embeddings2=vectors[n:])
-            else:
-                results[name] = evaluate_pair_classification(
-                    record, positive_label=t.positive_label, embeddings1=vectors[:n], embeddings2=vectors[n:]
-                )
-    return results
-
-
-def evaluate_tasks(
-    embed: Embed,
-    tasks: Sequence[str] | Mapping[str, Any],
-    *,
-    data_dir: str | Path | None = None,
-    max_pairs: int = 0,
-    seed: int = 0,
-) -> dict[str, dict[str, float]]:
-    """Score ``embed`` on several tasks: ``{task: {metric label: value}}`` in the papers' units.
-
-    ``tasks`` is a list of task names, loaded from ``data_dir`` by :func:`load_tasks` (with
-    ``max_pairs`` and ``seed``), or a mapping name -> record already loaded (e.g. a chapter's
-    subsampled STS sets), used as given. Every distinct text of all the tasks is encoded in
-    one call of ``embed`` (:func:`score_tasks`). Keys are the names as given.
-    """
-    if isinstance(tasks, Mapping):
-        if data_dir is not None or max_pairs or seed:
-            raise ConfigError("data_dir, max_pairs and seed apply to task names; records are used as given")
-        records = tasks
-    else:
-        records = load_tasks(tasks, data_dir, max_pairs, seed)
-    return {name: task(name).report(result) for name, result in score_tasks(embed, records).items()}
-
-
-def average(scores: Mapping[str, Mapping[str, float]]) -> float:
-    """The tables' "Average" column: the mean Spearman over the English STS columns
-    (:data:`STS_AVERAGE`) present in ``scores`` (an :func:`evaluate_tasks` result)."""
-    columns = [name for name in scores if task(name).name in STS_AVERAGE]
-    if not columns:
-        raise ConfigError(f"no STS column to average in {list(scores)}; the average is over {', '.join(STS_AVERAGE)}")
-    return float(np.mean([scores[name][SPEARMAN.label] for name in columns]))

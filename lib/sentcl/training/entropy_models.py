@@ -49,7 +49,7 @@ from sentence_transformers import SentenceTransformer
 from sentcl.artifacts import ArtifactCache, Stage
 from sentcl.data.folds import Fold, fold_pairs
 from sentcl.data.records import RetrievalSet, TrainingData
-from sentcl.embeddings import embedder, encode
+from sentcl.embeddings import embedder
 from sentcl.embeddings.store import EmbeddingStore, write_store
 from sentcl.errors import ConfigError, check_positive_int
 from sentcl.losses.rcl import EntropyLoss, RegulatorLoss
@@ -254,21 +254,6 @@ class FaqCrossValidation:
         }
 
 
-def faq_dev_evaluator(dev: RetrievalSet, *, relevance_level: int = 1, precision: str = "auto", batch_size: int = 64) -> Evaluator:
-    """A trainer evaluator: ``{"map": ...}`` (a fraction) of ``dev``'s queries ranking its whole corpus
-    (Appendix A.1: the model "who has the highest MAP value on the development dataset"). The
-    embeddings bypass the embedding cache: the weights differ at every evaluation."""
-    from sentcl.evaluation.retrieval import evaluate_retrieval
-
-    def evaluate(model: SentenceTransformer) -> dict[str, float]:
-        def embed(texts: Sequence[str]) -> np.ndarray:
-            return encode(model, texts, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
-
-        return {"map": evaluate_retrieval(dev, embed, metrics=["map"], relevance_level=relevance_level)["scores"]["map"]}
-
-    return evaluate
-
-
 def faq_cross_validation(
     base: LoadModel, record: RetrievalSet, folds: Sequence[Fold], phis: Sequence[float], config: TrainingConfig,
     entropy_config: TrainingConfig, *, task: str, scale: float, baselines: Mapping[str, Switch] | None = None,
@@ -285,7 +270,7 @@ def faq_cross_validation(
     runs" read as the 5 folds): its models train with its own seed, ``seeds[i]`` for fold i (default
     ``config.seed`` + the fold's index), in both configurations. Every training run is cached
     (``train``: a chapter's run-recording trainer), so a rerun only evaluates."""
-    from sentcl.evaluation.tasks import evaluate_tasks
+    from sentcl.evaluation.scoring import dev_evaluator, evaluate_tasks
     from sentcl.evaluation.tasks import task as find_task
 
     spec = find_task(task)
@@ -311,8 +296,8 @@ def faq_cross_validation(
         selection, entropy = replace(config, seed=seed), replace(entropy_config, seed=seed)
         where = f"{spec.name} fold {fold.index + 1}/{fold.k}"
         pairs = fold_pairs(record, fold.train, relevance_level=spec.relevance_level, name=f"{where} training pairs")
-        dev = faq_dev_evaluator(record.take(fold.rows(record, "dev")), relevance_level=spec.relevance_level,
-                                precision=precision)
+        # dev MAP, a fraction (Appendix A.1: the model "who has the highest MAP value on the development dataset")
+        dev = dev_evaluator(spec, record.take(fold.rows(record, "dev")), metric_keys=["map"], precision=precision)
         test = record.take(fold.rows(record, "test"))
 
         def score(row: str, model: SentenceTransformer) -> None:
@@ -352,7 +337,6 @@ __all__ = [
     "augment",
     "augmented_store",
     "faq_cross_validation",
-    "faq_dev_evaluator",
     "LossEarlyStopping",
     "train_entropy_model",
     "train_final_model",

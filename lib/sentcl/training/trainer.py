@@ -7,7 +7,7 @@
     config = TrainingConfig(batch_size=12, optimizer="adam", learning_rate=2e-5, warmup_ratio=0.1,
                             eval_fraction=0.1, metric_for_best="spearman", seed=0)
     trainer = Trainer(model, MultipleNegativesRankingLoss, data, config, sampler=NoDuplicatesBatchSampler(),
-                      evaluator=sts_dev_evaluator(load("stsbenchmark", "dev")))  # sentcl.evaluation.sts
+                      evaluator=dev_evaluator("STSb", load("stsbenchmark", "dev")))  # sentcl.evaluation.scoring
     result = trainer.train("runs/mnrl")     # or trainer.train_cached(): in the artifact cache
 
 Run the same lines again after a crash or a kill and training continues from the last
@@ -70,7 +70,8 @@ from sentcl.training.samplers import BatchSampler, RandomBatchSampler
 BATCH_EXTRAS = ("ids",)
 """The per-row values beyond texts and labels the trainer can pass to a loss (see :mod:`sentcl.losses`)."""
 Evaluator = Callable[[SentenceTransformer], dict[str, float]]
-"""``model -> {metric name: value}``, e.g. an STS evaluator on a dev set; called in evaluation mode."""
+"""``model -> {metric name: value}``, e.g. :func:`sentcl.evaluation.scoring.dev_evaluator` (a task scored on a dev
+set); called in evaluation mode."""
 _RESULT_ONLY = ("log_steps", "keep_checkpoints", "checkpoint_steps")
 PROBE_START_FILE = "probe_start.npy"
 """The starting model's embeddings of the health probe, in the run's output folder."""
@@ -560,7 +561,7 @@ class Trainer:
     def _log(self, progress: float, bar: tqdm, pairs_per_s: float) -> None:
         st = self.state
         steps = st.loss_since_log.count
-        entry = {
+        entry: dict[str, Any] = {
             "step": st.global_step,
             "epoch": round(progress, 6),
             "loss": st.loss_since_log.take(),
