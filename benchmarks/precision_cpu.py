@@ -137,7 +137,7 @@ def main() -> None:
     trained = {p: list(v.values()) for p, v in moved["trained"].items()}
     summary = {
         "untouched_bf16_minus_fp32": round(moved["untouched"]["bf16"] - moved["untouched"]["fp32"], 4),
-        "trained_bf16_minus_fp32_per_seed": [round(b - f, 4) for f, b in zip(trained["fp32"], trained["bf16"])],
+        "trained_bf16_minus_fp32_per_seed": [round(b - f, 4) for f, b in zip(trained["fp32"], trained["bf16"], strict=True)],
         "fp32_seed_std": round(statistics.stdev(trained["fp32"]), 4) if len(trained["fp32"]) > 1 else None,
     }
     result = {

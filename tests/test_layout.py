@@ -11,7 +11,7 @@ import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "sentcl"
 
-INFRASTRUCTURE = {"__init__", "__main__", "errors", "paths", "io", "hashing", "artifacts", "progress", "cli"}
+INFRASTRUCTURE = {"__init__", "__main__", "errors", "paths", "io", "hashing", "artifacts", "progress", "precision", "cli"}
 SCIENCE = {"data", "models", "embeddings", "losses", "training", "evaluation", "whitening"}
 BOOK = {"book"}
 LONG_MODULE_LINES = 500

@@ -109,15 +109,18 @@ def test_a_failed_training_run_is_recorded_as_failed(run):
     assert record.status == "failed" and record.error == "RuntimeError: boom"
 
 
-def test_paper_rows_and_the_orderings_summary(run):
+def test_paper_rows_and_the_claims_summary(run):
+    """Rows recorded without per-item scores: their ordering is a claim the run cannot test, whatever
+    the sign of the gap (a sign-only count would call this one contradicted)."""
     rows = run.paper_rows("Table 2")
     assert rows[0] == "InferSent-Glove" and rows.index("SBERT") < rows.index("MNRLSBERT")
     assert len(rows) == len(set(rows)) and run.paper_rows("Table 9") == []
     run.record("MNRLSBERT", {"Average": 70.0}, seeds=[0], tables=["Table 2"])
     run.record("SBERT", {"Average": 71.0}, seeds=[0])
-    lines = run.orderings_summary(["Table 2"])
-    assert lines[0] == "**Table 2:** of the 1 orderings of two rows that the paper reports and this run computed, 0 hold."
-    assert lines[1].startswith("- MNRLSBERT above SBERT (Table 2, Average)") and "does NOT hold" in lines[1]
+    lines = run.claims_summary(run.write_claims())
+    assert lines[0] == "**Table 2:** of 1 claims, 0 hold, 0 contradicted, 0 undetermined, 1 not tested."
+    assert lines[1].startswith("- MNRLSBERT above SBERT (Table 2, Average): paper 78.60 vs 74.89 (+3.71): **not tested**")
+    assert "MNRLSBERT has no per-item scores in this run" in lines[1]
     assert lines[-1].startswith("*This run read the project's sample data")
 
 

@@ -1,61 +1,146 @@
-"""The paper's orderings checked on our results (sentcl.book.claims)."""
+"""Claims as data (sentcl.book.claims, sentcl.book.evidence): the paper's orderings oriented as the paper,
+verdicts from intervals over seeds and test items (never from signs), Holm within the chapter, and
+"not tested" for rows that did not run, models that did not train and different test items."""
 
 from __future__ import annotations
 
-import pandas as pd
+import math
+
+import numpy as np
 import pytest
 
-from sentcl.book.claims import orderings
-from sentcl.book.report import compare
-from sentcl.book.results import Result, load_results, save_results
-from sentcl.errors import ConfigError
+from sentcl.book.chapter import ChapterRun
+from sentcl.book.claims import CLAIM_COLUMNS, Claim, paper_orderings, read_claims, verdict_counts
+from sentcl.book.evidence import load_evidence
+from sentcl.data.records import ScoredPairs
+from sentcl.evaluation.scoring import score
 
-LABELS = ("entailment", "neutral", "contradiction")
+N_PAIRS = 300
+GOLD = np.random.default_rng(0).uniform(0, 5, N_PAIRS)
 
 
-def test_orderings_orient_pairs_as_the_paper_and_say_whether_ours_agree(tmp_path):
-    values = {"MNRLSBERT": 70.0, "SBERT": 72.0, "BERT-whitening": 60.0}  # paper: 78.60, 74.89, 66.28
-    cells = [Result(table="Table 2" if row != "BERT-whitening" else "Table 1", row=row, column="Average", value=v,
-                    seeds=(0,), profile="demo", kind="reproduced", data="d") for row, v in values.items()]
-    cells.append(Result(table="Table 2", row="SBERT-whitening", column="Average", value=71.0, seeds=(0,),
-                        profile="demo", kind="reproduced", data="d"))
-    save_results(tmp_path, "mnrl_sbert", cells, run_id="r")
-    compared = compare("mnrl_sbert", load_results(tmp_path))
-    found = {(o.higher, o.lower): o for o in orderings(compared, "Table 2")}
-    # SBERT-whitening 77.00 > SBERT 74.89 in the paper; MNRLSBERT 78.60 above both; cited rows are left out
+def sts_record(n=N_PAIRS, name="stsbenchmark"):
+    return ScoredPairs(name=name, split="test", sentences1=[f"a{i}" for i in range(n)], sentences2=[f"b{i}" for i in range(n)],
+                       scores=GOLD[:n].copy(), subsets=["all"] * n)
+
+
+def embedder_with(noise: float, seed: int):
+    """A fake encoder whose pair cosines follow the gold score plus noise of the given size: less noise,
+    a better model. Deterministic per (noise, seed)."""
+    rng = np.random.default_rng(int(noise * 1000) * 31 + seed)
+    target = np.clip(GOLD / 5 + rng.normal(0, noise, N_PAIRS), -0.99, 0.99)
+
+    def embed(texts):
+        out = []
+        for t in texts:
+            i = int(t[1:])
+            c = target[i]
+            out.append([1.0, 0.0] if t[0] == "a" else [c, math.sqrt(1 - c * c)])
+        return np.asarray(out)
+
+    return embed
+
+
+def health(active=True, name="m"):
+    return {"name": name, "active": active, "reason": "" if active else "barely moved: mean cosine 1.00000 to its start",
+            "trained_steps": 60, "planned_steps": 60}
+
+
+class Done:
+    """What ChapterRun.record_scores reads of a TrainingResult: its health."""
+
+    def __init__(self, active=True, name="m"):
+        self.health = health(active, name)
+
+
+@pytest.fixture
+def run(tmp_path):
+    return ChapterRun("mnrl_sbert", profile="demo", data_dir=tmp_path, out_dir=tmp_path / "out")
+
+
+def record(run, row, noises, *, active=True, n=N_PAIRS, trained=True, tables=("Table 1",)):
+    per_seed = {seed: score(embedder_with(noise, seed), {"STSb": sts_record(n)}) for seed, noise in enumerate(noises)}
+    done = {seed: Done(active, f"{row} seed {seed}") for seed in per_seed} if trained else None
+    run.record_scores(row, per_seed, columns={"STSb": ("STSb", "Spearman")}, trained=done, tables=list(tables))
+
+
+def test_paper_orderings_are_oriented_as_the_paper(run):
+    for row, noise in (("MNRLSBERT", 0.1), ("SBERT", 0.3), ("SBERT-whitening", 0.2)):
+        record(run, row, [noise], tables=("Table 2",))
+    found = {(c.left, c.right): c for c in paper_orderings(run.compare(), [("Table 2", r) for r in ("MNRLSBERT", "SBERT", "SBERT-whitening")])}
+    # paper, Table 2 Average: MNRLSBERT 78.60, SBERT-whitening 77.00, SBERT 74.89; cited rows left out
     assert set(found) == {("MNRLSBERT", "SBERT"), ("MNRLSBERT", "SBERT-whitening"), ("SBERT-whitening", "SBERT")}
-    central = found[("MNRLSBERT", "SBERT")]
-    assert (central.paper_higher, central.paper_lower, central.ours_higher, central.ours_lower) == (78.60, 74.89, 70.0, 72.0)
-    assert not central.holds and "does NOT hold" in central.sentence() and "-2.00" in central.sentence()
-    assert not found[("SBERT-whitening", "SBERT")].holds and not found[("MNRLSBERT", "SBERT-whitening")].holds
-    assert orderings(compared, "Table 1") == []  # one computed row: no pair
-    with pytest.raises(ConfigError, match="no cells"):
-        orderings(compared, "Table 9")
-    tie = pd.DataFrame({"table": ["T"] * 2, "row": ["a", "b"], "column": ["Average"] * 2, "paper_value": [1.0, 1.0],
-                        "value": [2.0, 1.0], "status": ["reproduced"] * 2, "profile": ["demo"] * 2})
-    assert orderings(tie, "T") == []
+    assert (found[("MNRLSBERT", "SBERT")].paper_left, found[("MNRLSBERT", "SBERT")].paper_right) == (78.60, 74.89)
+    assert all(c.source == "paper" and c.column == "Average" for c in found.values())
 
 
-def test_table_orderings_cover_every_table_with_the_column_and_count_what_holds():
-    from sentcl.book.claims import ordering_counts, table_orderings
+def test_verdicts_come_from_intervals_over_seeds_and_items_never_from_signs(run):
+    """A clear gap holds (and reversed is contradicted); a tiny one is undetermined whatever its sign; a
+    model that did not move is not tested; one seed of a trained row is undetermined; a row that did not
+    run is not tested; rows scored on other items are not tested."""
+    record(run, "good", [0.05, 0.06, 0.055])
+    record(run, "bad", [0.6, 0.62, 0.58])
+    record(run, "good twin", [0.0501, 0.0601, 0.0551])  # within a hair of "good": a sign, not a finding
+    record(run, "still", [0.05, 0.06, 0.055], active=False)
+    record(run, "one seed", [0.05])
+    record(run, "fewer items", [0.05, 0.06, 0.055], n=200)
+    record(run, "untouched", [0.4], trained=False)  # no training: its one "seed" is all there is
+    run.not_run("absent", "its training data are not in this data root", tables=["Table 1"])
+    claims = [Claim("Table 1", "STSb", *pair, source="ours") for pair in (
+        ("good", "bad"), ("bad", "good"), ("good twin", "good"), ("still", "bad"), ("one seed", "bad"),
+        ("absent", "bad"), ("fewer items", "bad"), ("good", "untouched"))]
+    frame = run.write_claims(own=claims)
+    written = read_claims(run.out_dir, "mnrl_sbert")
+    assert list(frame.columns) == list(written.columns) == list(CLAIM_COLUMNS)
+    assert list(written["verdict"]) == list(frame["verdict"]) and np.allclose(written["delta"], frame["delta"], equal_nan=True)
+    got = {(r["left"], r["right"]): r for r in frame.to_dict("records")}
+    assert got[("good", "bad")]["verdict"] == "holds" and got[("bad", "good")]["verdict"] == "contradicted"
+    twin = got[("good twin", "good")]
+    assert twin["verdict"] == "undetermined" and twin["delta"] != 0  # it has a sign; a sign-only count would call it
+    assert got[("still", "bad")]["verdict"] == "not tested" and "did not train" in got[("still", "bad")]["reason"]
+    assert got[("one seed", "bad")]["verdict"] == "undetermined" and "one training seed" in got[("one seed", "bad")]["reason"]
+    assert got[("absent", "bad")]["verdict"] == "not tested" and "not in this data root" in got[("absent", "bad")]["reason"]
+    assert got[("fewer items", "bad")]["verdict"] == "not tested" and "same STSb test items" in got[("fewer items", "bad")]["reason"]
+    assert got[("good", "untouched")]["verdict"] == "holds"  # an untrained row needs no seeds
+    # the invariant the book relies on: no finding whose interval contains 0
+    found = frame[frame["verdict"].isin(["holds", "contradicted"])]
+    assert ((found["ci_low"] > 0) | (found["ci_high"] < 0)).all() and (found["p_holm"] < 0.05).all()
+    assert verdict_counts(frame) == {"holds": 2, "contradicted": 1, "undetermined": 2, "not tested": 3}
 
-    def cell(table, row, column, paper, ours, status="reproduced"):
-        return {"table": table, "row": row, "column": column, "paper_value": paper, "value": ours,
-                "status": status, "profile": "demo"}
 
-    compared = pd.DataFrame([
-        cell("T1", "a", "Average", 3.0, 30.0), cell("T1", "b", "Average", 2.0, 10.0), cell("T1", "c", "Average", 1.0, 20.0),
-        cell("T1", "d", "Average", 0.5, float("nan"), status="cited"),
-        cell("T1", "a", "STSb", 9.0, 0.0), cell("T1", "b", "STSb", 8.0, 1.0),  # a table with an Average: only that
-        cell("T2", "a", "MRR", 0.9, 0.1), cell("T2", "b", "MRR", 0.8, 0.2),  # no Average: each column
-        cell("T2", "a", "P@1", 0.5, 0.3), cell("T2", "b", "P@1", 0.4, 0.2),
-        cell("T3", "a", "Average", 1.0, 5.0),  # one computed row: no pair
-    ])
-    found = table_orderings(compared)
-    assert list(found) == ["T1", "T2", "T3"] and found["T3"] == []
-    assert {(o.higher, o.lower, o.holds) for o in found["T1"]} == {("a", "b", True), ("a", "c", True), ("b", "c", False)}
-    assert [(o.column, o.holds) for o in found["T2"]] == [("MRR", False), ("P@1", True)]
-    assert ordering_counts(compared) == (5, 3)
-    assert ordering_counts(compared, "MRR") == (1, 0)
-    assert ordering_counts(compared, "Average") == (3, 2)
-    assert ordering_counts(compared.iloc[0:0]) == (0, 0)  # a chapter that has not run
+def test_holm_is_over_the_chapters_tested_claims(run):
+    """With many claims, one whose own p is below 0.05 but above 0.05 / m is undetermined."""
+    record(run, "a", [0.30, 0.31, 0.29])
+    record(run, "b", [0.33, 0.34, 0.32])
+    one = run.write_claims(own=[Claim("Table 1", "STSb", "a", "b", source="ours")])
+    p = float(one.iloc[0]["p"])
+    family = run.write_claims(own=[Claim("Table 1", "STSb", "a", "b", source="ours")] * 40)
+    assert (family["p_holm"] >= np.minimum(1.0, family["p"] * 1)).all()
+    assert family["p_holm"].max() == pytest.approx(min(1.0, p * 40), rel=1e-9)
+
+
+def test_evidence_round_trips_and_the_average_column_is_the_mean_of_the_sts_columns(run):
+    per_seed = {0: score(embedder_with(0.1, 0), {"STSb": sts_record(), "SICK-R": sts_record(name="sickr")})}
+    run.record_scores("MNRLSBERT", per_seed, trained={0: Done()})
+    ev = load_evidence(run.out_dir, "mnrl_sbert").find("Table 1", "MNRLSBERT")
+    assert set(ev.columns) == {"STSb", "SICK-R", "Average"} and ev.seeds("Average") == [0] and ev.trained("STSb")
+    full, resampled = ev.column_values("Average", {k: np.arange(N_PAIRS)[None] for k in ("STSb", "SICK-R")})
+    cells = run.results().set_index(["table", "column"])["value"]
+    assert full[0] == pytest.approx(cells[("Table 1", "Average")]) == pytest.approx(resampled[0, 0])
+    assert cells[("Table 1", "Average")] == pytest.approx(np.mean([per_seed[0][k].values["Spearman"] for k in ("STSb", "SICK-R")]))
+
+
+def test_a_table_row_gathers_the_columns_of_several_tasks_each_with_its_own_runs(run):
+    """BSC's Table 2 row "BSC" has CQA-A's columns and CQA-B's, each scored by its own models: a model that
+    did not train for one task leaves the other task's claims testable."""
+    for key, active, dataset in (("STSb", True, "stsbenchmark"), ("SICK-R", False, "sickr")):
+        per_seed = {s: score(embedder_with(0.1, s), {key: sts_record(name=dataset)}) for s in range(2)}
+        run.record_scores("BSC", per_seed, columns={key: (key, "Spearman")}, tables=["Table 1"],
+                          trained={s: Done(active, f"BSC {key} seed {s}") for s in range(2)})
+        per_seed = {s: score(embedder_with(0.6, s), {key: sts_record(name=dataset)}) for s in range(2)}
+        run.record_scores("MSE", per_seed, columns={key: (key, "Spearman")}, tables=["Table 1"],
+                          trained={s: Done(True, f"MSE {key} seed {s}") for s in range(2)})
+    ev = load_evidence(run.out_dir, "mnrl_sbert").find("Table 1", "BSC")
+    assert set(ev.columns) == {"STSb", "SICK-R"} and ev.seeds("STSb") == [0, 1]
+    frame = run.write_claims(own=[Claim("Table 1", k, "BSC", "MSE", source="ours") for k in ("STSb", "SICK-R")])
+    assert list(frame["verdict"]) == ["holds", "not tested"] and "BSC SICK-R seed 0" in frame["reason"].iloc[1]

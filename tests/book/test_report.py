@@ -206,30 +206,6 @@ def test_no_local_path_reaches_a_table_legend():
     assert "Data: real data from …/data; STS pairs scored: STS12 3,108." in html and "read …/model.bin" in html
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("real data from /home/me/shared/data", "real data from …/data"),
-        ("FileNotFoundError: '/tmp/out/results/x.csv'", "FileNotFoundError: '…/x.csv'"),
-        ("~/data/snli and C:\\Users\\me\\data", "…/snli and …/data"),
-        ("file:///srv/book/index.html", "…/index.html"),
-        # not paths: relative folders, URLs, units and ratios, HTML closing tags
-        ("data/samples, https://example.org/a/b, 3 pairs/s, 1/2, and/or, </td>", None),
-    ],
-)
-def test_public_text_cuts_absolute_paths_to_their_last_part(text, expected):
-    assert report.public_text(text) == (text if expected is None else expected)
-
-
-def test_public_text_names_known_paths_first():
-    known = {"/work/proj": ".", "/work/proj/data/samples": "data/samples", "/mnt/shared/data": "$SENTCL_DATA",
-             "/work/proj/runs/demo": "<out>"}
-    text = "/mnt/shared/data/snli; /work/proj/data/samples; /work/proj/.venv/lib/x.py:3; /work/proj/runs/demo/a; /work/projx/y"
-    assert report.public_text(text, known) == "$SENTCL_DATA/snli; data/samples; ./.venv/lib/x.py:3; <out>/a; …/y"
-    assert report.public_text('<a href="/work/proj/x">/elsewhere/y</a>', known, generic=False) == '<a href="./x">/elsewhere/y</a>'
-
-
-
 def test_averages_chart_and_save_figure(tmp_path, monkeypatch):
     monkeypatch.setenv(R.RUN_ID_ENV, "fig-run")
     res = results(("T1", "Ours-paper", "B", 79.0, "sample-data"))

@@ -13,10 +13,11 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
-from sentcl.book import pages, site
+from sentcl.book import pages, public, site
 from sentcl.book.chapter import CHAPTERS, OWN_CHAPTERS
 from sentcl.book.records import read_run_records
 from sentcl.book.results import load_results, paper_values
@@ -66,7 +67,7 @@ def test_stage_without_any_run(mathjax, tmp_path):
     for chapter in CHAPTERS:  # every paper cell listed, none computed: all of them the paper's (cited)
         cells = len(paper_values(chapter))
         assert (cells == 0) == (chapter in OWN_CHAPTERS)
-        assert f"| [{chapter}](../{chapter}.md) | not run | {cells} | 0 | — | — | — | — | — | {cells} | 0 |" in scorecard
+        assert f"| [{chapter}](../{chapter}.md) | not run | {cells} | 0 | {' | '.join(['—'] * 8)} | {cells} | 0 |" in scorecard
     assert "A chapter of our own, not run in this build" in scorecard
     assert len(paper_values("mnrl_sbert")) == 208
     assert "No chapter has run" in (src / site.GENERATED / "timings.md").read_text()
@@ -92,6 +93,7 @@ FAKE_DATA = "/nonexistent-sentcl/someone/shared/data"  # a real data root on "th
 def demo_output(out: Path, profile: str = "demo", values: dict | None = None) -> Path:
     """An output folder as a demo run on real data leaves it: results within a few tenths of the
     paper's (by coincidence), a notebook run record and a data_used file naming the data root."""
+    from sentcl.book.claims import write_claims
     from sentcl.book.records import RunRecord, write_run_record
     from sentcl.book.results import Result, save_results
 
@@ -105,6 +107,11 @@ def demo_output(out: Path, profile: str = "demo", values: dict | None = None) ->
     write_run_record(out, RunRecord(kind="notebook", name="mnrl_sbert", chapter="mnrl_sbert", profile=profile,
                                     run_id="run-1", started="2026-01-01T00:00:00+00:00", wall_time_s=60.0,
                                     config={"data_root": FAKE_DATA, "sample": False, "executed": str(out / "x.ipynb")}))
+    write_claims(out, "mnrl_sbert", pd.DataFrame([{
+        "chapter": "mnrl_sbert", "table": "Table 2", "claim": "MNRLSBERT above SBERT", "left": "MNRLSBERT", "right": "SBERT",
+        "column": "Average", "delta": 3.6, "ci_low": 1.2, "ci_high": 6.0, "p": 0.002, "p_holm": 0.002, "verdict": "holds",
+        "reason": "Holm-adjusted p 0.002", "design": "paired over items, unpaired over seeds", "seeds_left": 3,
+        "seeds_right": 3, "paper_left": 78.6, "paper_right": 74.89, "source": "paper"}]))
     (out / "data_used").mkdir(parents=True, exist_ok=True)
     (out / "data_used" / "mnrl_sbert.json").write_text(json.dumps(
         {"chapter": "mnrl_sbert", "run_id": "run-1", "profile": profile, "data_root": FAKE_DATA, "sample": False,
@@ -146,7 +153,7 @@ def test_the_staged_notebook_opens_with_its_title_and_names_no_local_path(tmp_pa
 
     out = tmp_path / "out"
     executed = executed_notebook(out / "notebooks" / "mnrl_sbert.ipynb", out)
-    known = {str(out): pages.OUT_LABEL, FAKE_DATA: pages.DATA_ROOT_LABEL}
+    known = {str(out): public.OUT_LABEL, FAKE_DATA: public.DATA_ROOT_LABEL}
     staged = nbformat.read(site.stage_notebook(executed, tmp_path / "staged.ipynb", known), as_version=4)
     title, params, note, code = staged.cells
     assert title.cell_type == "markdown" and title.source.startswith("# A small chapter")
@@ -172,17 +179,18 @@ def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_pat
     (mnrl,) = [s for s in pages.chapter_states(ROOT, out) if s.chapter == "mnrl_sbert"]
     assert mnrl.ran and mnrl.miniature and not mnrl.sample and mnrl.profiles == ["demo"]
     scorecard = pages.scorecard(pages.chapter_states(ROOT, out))
-    # 3 cells computed, the MNRLSBERT-above-SBERT ordering of Table 2 checked and holding; no agreement counted
-    assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 1 | 1 | — | — | — | 205 | 0 |" in scorecard
+    # 3 cells computed, one claim (the MNRLSBERT-above-SBERT ordering of Table 2) holding; no agreement counted
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 1 | 1 | 0 | 0 | 0 | — | — | — | 205 | 0 |" in scorecard
     results = pages.chapter_results(mnrl)
-    assert "**A miniature** (demo profile)" in results and "Table 2: 1 of 1 hold" in results
+    assert "**A miniature** (demo profile)" in results
+    assert "Table 2: 1 hold, 0 contradicted, 0 undetermined, 0 not tested" in results
     for page in (scorecard, results):
         assert not any(colour in page for colour in COLOURS.values()) and "background-color" not in page
     # the same numbers from a paper-profile run are judged: they agree
     paper = demo_output(tmp_path / "paper", profile="paper")
     (judged,) = [s for s in pages.chapter_states(ROOT, paper) if s.chapter == "mnrl_sbert"]
     assert not judged.miniature
-    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 1 | 1 | 3 | 0 | 0 | 205 | 0 |" in pages.scorecard([judged])
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 1 | 1 | 0 | 0 | 0 | 3 | 0 | 0 | 205 | 0 |" in pages.scorecard([judged])
     assert COLOURS["agrees"] in pages.chapter_results(judged) and "A miniature" not in pages.chapter_results(judged)
 
 
@@ -192,7 +200,7 @@ def test_pages_name_the_data_root_not_its_local_path(tmp_path):
     failed.update(status="failed", error=f"FileNotFoundError: {FAKE_DATA}/snli/train.jsonl")
     (out / "records" / "notebook-mnrl_sbert-run-1.json").write_text(json.dumps(failed))
     states = pages.chapter_states(ROOT, out)
-    known = pages.local_paths(ROOT, out, states)
+    known = public.local_paths(ROOT, out, [r for s in states for r in s.data_roots()])
     built = {
         "datasets": pages.datasets(states, ROOT),
         "results": pages.chapter_results(states[0], known),
@@ -232,7 +240,7 @@ def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colo
         text = (html_root / page).read_text()
         assert not any(colour in text for colour in COLOURS.values()), page
     scorecard = html.unescape((html_root / "book" / "_generated" / "scorecard.html").read_text())
-    assert "demo (miniature)" in scorecard and "Table 2: 1 of 1 hold" in scorecard
+    assert "demo (miniature)" in scorecard and "Table 2: 1 hold, 0 contradicted, 0 undetermined, 0 not tested" in scorecard
     assert 'href="../../_static/sentcl.css' in scorecard and (html_root / "_static" / "sentcl.css").is_file()
     assert "bd-sidebar-secondary" not in scorecard  # the wide page has no contents panel
     assert "bd-sidebar-secondary" in (html_root / "book" / "mnrl_sbert.html").read_text()
@@ -308,7 +316,8 @@ def test_the_mnrl_sbert_chapter_regenerates_its_tables_figures_and_conclusions(s
     assert "background-color" not in page.split("Assumptions and deviations")[0]  # a miniature: nothing coloured
     assert "paper [#] (cited)" in page and "SimCSE-RoBERTa" in page
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "mnrl_sbert.html").read_text())
-    assert "Central claim, BERT (tiny, smoke profile):" in notebook and "orderings of two rows" in notebook
+    assert "MNRLSBERT above SBERT (Table 2, Average): paper 78.60 vs 74.89 (+3.71)" in notebook
+    assert "MNRLSBERT (fine-tuned) above the untouched encoder" in notebook and "**not tested**" in notebook
     assert "T4 time (h, estimate)" in notebook  # the cost table, read from benchmarks/results
     assert "Traceback" not in notebook
 

@@ -1,92 +1,82 @@
 """The introduction's answer to the book's question, "do contrastive sentence embeddings really work?",
-generated from an output folder's results: the geometry chapter's equal-budget table (does each newer
-method beat plain MNRL by more than the seed-to-seed noise, and at what cost?) and each paper chapter's
-orderings that hold. One paragraph per profile; a profile without results says so.
+generated from an output folder's claims (:mod:`sentcl.book.claims`): the geometry chapter's equal-budget
+claims -- each newer method against plain MNRL *and* against the untouched base model it started from --
+and each paper chapter's verdicts. It counts verdicts, never signs, and names the limits of the run it
+reads (the encoder, the steps each model trained, the test items) inside the answer itself.
 """
 
 from __future__ import annotations
-
-import math
 
 import pandas as pd
 
 from . import claims
 
-EQUAL_BUDGET = "Equal budget"
-"""The geometry chapter's tables whose names start with this (STS; retrieval, test and cost)."""
 BASELINE = "MNRL"
 NEWER = ("BSC", "RCL", "IFCL")
-ALPHA = 0.05
+BASE_ROW = "base (untouched)"
+PROFILE_WORDS = {"demo": "the demo profile (a miniature)", "smoke": "the smoke profile (a test run)", "paper": "the paper profile"}
 
 
 def answer(states) -> str:
-    """MyST markdown: per profile, the equal-budget verdicts and the papers' orderings that hold
+    """MyST markdown: the equal-budget verdicts of the geometry chapter's run and the papers' verdicts
     (``states``: :func:`sentcl.book.pages.chapter_states`)."""
     geometry = next((s for s in states if s.chapter == "geometry"), None)
-    table = geometry.compared if geometry is not None else pd.DataFrame()
-    table = table[table["table"].str.startswith(EQUAL_BUDGET) & table["value"].notna()] if len(table) else table
-    parts = []
-    for profile, words in (("demo", "the demo profile (a miniature)"), ("smoke", "the smoke profile (a test run)"),
-                           ("paper", "the paper profile")):
-        mine = table[table["profile"] == profile] if len(table) else table
-        if len(mine):
-            parts.append(_verdict(mine, words, states, profile))
-        elif profile != "smoke":
-            parts.append(f"**In {words}**: not run in this build, so no answer from it yet "
-                         f"(`sentcl reproduce --profile {profile}` writes its results).\n")
-    return "\n".join(parts)
+    if geometry is None or not geometry.ran or geometry.claims.empty:
+        return ("**No answer in this build**: the geometry chapter (the four methods under one budget) did not "
+                "run into this output folder or wrote no claims (`sentcl reproduce --only geometry`).\n")
+    profile = (geometry.profiles or ["?"])[0]
+    frame = geometry.claims
+    lines = []
+    costs = geometry.compared[geometry.compared["column"] == "cost × MNRL"].set_index("row")["value"]
+    for method in (BASELINE, *NEWER):
+        said = [_verdict(frame, method, against) for against in ((BASE_ROW,) if method == BASELINE else (BASELINE, BASE_ROW))]
+        if any(said):
+            cost = f"; it costs {costs[method]:.2f} × MNRL" if method != BASELINE and method in costs.index else ""
+            lines.append(f"- **{method}**: " + "; ".join(s for s in said if s) + cost + ".")
+    papers = [f"{s.chapter}: {claims.counts_text(s.claims)}" for s in states
+              if s.chapter != "geometry" and s.ran and not s.claims.empty]
+    head = (f"**In {PROFILE_WORDS.get(profile, profile + ' profile')}**, every method trained from one base model on "
+            f"the same pairs for the same steps and seeds, each difference tested against the noise of the seeds and "
+            f"the test items together (95 % intervals, Holm-corrected):")
+    parts = [head, "", *lines, "", _limits(geometry)]
+    if papers:
+        parts += ["", "The papers' own claims that this build tested (verdicts, each chapter's claims file): "
+                  + "; ".join(papers) + "."]
+    if geometry.sample:
+        parts += ["", "*This build ran on the project's sample data: it tests the code, not the methods.*"]
+    return "\n".join(parts) + "\n"
 
 
-def _verdict(table: pd.DataFrame, words: str, states, profile: str) -> str:
-    cells = table.set_index(["row", "column"])
-    seeds = len(cells.loc[(BASELINE, "Average"), "seeds"]) if (BASELINE, "Average") in cells.index else 0
-    base_mean, base_std = _cell(cells, BASELINE, "Average")
-    lines: list[str] = []
-    better: list[str] = []
-    worse: list[str] = []
-    for method in NEWER:
-        if (method, "Average") not in cells.index:
-            continue
-        mean, std = _cell(cells, method, "Average")
-        p = cells["value"].get((method, "p vs MNRL"), math.nan)
-        cost = cells["value"].get((method, "cost × MNRL"), math.nan)
-        gap = mean - base_mean
-        shown = math.isfinite(p) and p < ALPHA
-        (better if shown and gap > 0 else worse if shown else []).append(method)
-        verdict = ("better, beyond the seed noise" if shown and gap > 0 else "worse, beyond the seed noise" if shown
-                   else "not distinguishable from MNRL")
-        lines.append(f"- **{method}**: average STS Spearman {mean:.2f} ± {std:.2f} vs MNRL's {base_mean:.2f} ± "
-                     f"{base_std:.2f} ({gap:+.2f} points, p = {_p(p)}): {verdict}; it costs {cost:.2f} × MNRL.")
-    if better:
-        head = f"{', '.join(better)} beat{'s' if len(better) == 1 else ''} plain MNRL by more than the seed-to-seed noise"
-    else:
-        head = "none of the three newer methods beats plain MNRL by more than the seed-to-seed noise"
-    if worse:
-        head += f"; {', '.join(worse)} {'is' if len(worse) == 1 else 'are'} worse"
-    orderings = []
-    for s in states:
-        if s.chapter == "geometry" or profile not in s.profiles:
-            continue
-        checked, hold = claims.ordering_counts(s.compared)
-        if checked:
-            orderings.append(f"{s.chapter} {hold} of {checked}")
-    if (table["kind"] == "sample-data").any():
-        head += " (on the project's sample data: this tests the code, not the methods)"
-    said = (f" Of the papers' own orderings of two rows that this build checked, these hold: {'; '.join(orderings)}."
-            if orderings else "")
-    return (f"**In {words}**, trained from one base model on the same pairs for the same steps with {seeds} seeds "
-            f"(two-sided paired t-test against MNRL, p < {ALPHA:g}): {head}.{said}\n\n" + "\n".join(lines) + "\n")
+def _verdict(frame: pd.DataFrame, left: str, right: str) -> str:
+    found = frame[(frame["left"] == left) & (frame["right"] == right) & (frame["column"] == "Average")]
+    if found.empty:
+        return ""
+    c = found.iloc[0]
+    against = "the untouched base" if right == BASE_ROW else right
+    if c["verdict"] == "not tested":
+        return f"against {against}: not tested ({c['reason']})"
+    word = {"holds": "better", "contradicted": "worse", "undetermined": "not distinguishable"}[c["verdict"]]
+    return (f"against {against} {word} (average STS Spearman {c['delta']:+.2f} points, 95 % interval "
+            f"[{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]: {c['verdict']})")
 
 
-def _cell(cells: pd.DataFrame, row: str, column: str) -> tuple[float, float]:
-    if (row, column) not in cells.index:
-        return math.nan, math.nan
-    std = cells.loc[(row, column), "std"]
-    return float(cells.loc[(row, column), "value"]), float(std) if pd.notna(std) else math.nan
-
-
-def _p(p: float) -> str:
-    return "n/a (one seed)" if not math.isfinite(p) else f"{p:.3f}"
+def _limits(geometry) -> str:
+    """What the run this answer reads could and could not test: the encoder, steps per model, test items."""
+    steps = sorted({h["trained_steps"] for ev in geometry.evidence.values() for column in ev.columns
+                    for h in ev.health(column) if h is not None})
+    sizes: dict[str, int] = {}
+    for ev in geometry.evidence.values():
+        for key, t in ev.tasks.items():
+            sizes.setdefault(key, t["n"])
+    encoders = sorted({str(n) for n in geometry.compared["note"].dropna() if "stands in for" in str(n)})
+    stand_in = f"The encoder is a stand-in ({'; '.join(encoders[:1])}). " if encoders else ""
+    if any("MiniLM" in e for e in encoders):
+        stand_in += ("all-MiniLM-L6-v2 was already trained on over a billion sentence pairs, NLI among them: these "
+                     "objectives can only nudge it, and its numbers test what it can still learn, not the papers' "
+                     "models. ")
+    trained = f"Each model trained {', '.join(map(str, steps))} optimizer steps. " if steps else ""
+    items = ("Test items: " + ", ".join(f"{k} {n:,}" for k, n in sizes.items()) + ". ") if sizes else ""
+    return f"*Limits of this run:* {stand_in}{trained}{items}".rstrip() + "\n"
 
 
 __all__ = ["answer"]

@@ -25,7 +25,7 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,11 @@ from ..errors import ConfigError
 from ..io import atomic_write_json, claim, read_json
 from ..paths import data_root
 from ..precision import uses
-from . import report
-from .claims import orderings
+from . import claims, report
+from .claims import Claim
+from .evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run, save_row_evidence
 from .geometry import save_geometry
+from .public import describe_data
 from .records import finish_run_record, precision_uses_file, start_run_record
 from .results import PROFILES, Result, current_run_id, load_results, paper_values, save_results
 
@@ -88,8 +90,8 @@ class DataChoice:
     warning: str | None = None
 
     def describe(self) -> str:
-        # no machine path: it goes into results files and onto published pages
-        return "sample data (data/samples)" if self.sample else f"real data from the data root ($SENTCL_DATA, folder '{self.root.name}')"
+        """The run's words for its data (no machine path: it goes into results files and onto pages)."""
+        return describe_data(self.root, self.sample)
 
 
 def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> DataChoice:
@@ -154,6 +156,7 @@ class ChapterRun:
             raise ConfigError(f"{chapter}: model families {unknown} have no paper model; paper_models has {sorted(self.paper_models)}")
         self._evaluated_on = ""
         self._geometry_pairs = None
+        self._fingerprints: dict[str, str] = {}  # task -> its test items' fingerprint (load_tasks)
 
     @property
     def kind(self) -> str:
@@ -180,11 +183,105 @@ class ChapterRun:
         from the run's data root through :meth:`load` (logged for the datasets appendix), each
         cut to at most ``max_pairs`` rows drawn with ``seed`` (0: whole); every row recorded from
         now on says what it was scored on (:meth:`describe_evaluation`). Returns ``{name: record}``."""
-        from ..evaluation.tasks import load_tasks
+        from ..evaluation.tasks import load_tasks, task
 
         records = load_tasks(names, max_pairs=max_pairs, seed=seed, loader=self.load)
         self.describe_evaluation(records, what=what, limit=max_pairs, seed=seed)
+        self._fingerprints.update({task(name).name: items_fingerprint(record) for name, record in records.items()})
         return records
+
+    def record_scores(
+        self,
+        row: str,
+        per_seed: Mapping[int, Mapping[str, Any]],
+        *,
+        columns: Mapping[str, tuple[str, str]] | None = None,
+        trained: Mapping[int, Any] | None = None,
+        tables: Sequence[str] | None = None,
+        family: str | None = None,
+        trained_on: str | None = None,
+        note: str = "",
+    ) -> list[Path]:
+        """Record a row scored on evaluation tasks, with its evidence: its cells (the mean over seeds and
+        their standard deviation, :func:`~sentcl.evaluation.significance.seed_mean_std`) under every table
+        that lists ``row`` (or ``tables``), and its per-item scores and training health
+        (:mod:`sentcl.book.evidence`), so that its claims can be tested (:meth:`write_claims`).
+
+        Args:
+            per_seed: seed -> task key -> :class:`~sentcl.evaluation.scoring.TaskScores` (from
+                :func:`sentcl.evaluation.scoring.score`); an untrained row has one "seed".
+            columns: table column -> (task key, metric label); default: each single-metric task as its
+                own column (``"STS12"``: its Spearman), and ``Average`` over the English STS tasks present.
+            trained: seed -> the :class:`~sentcl.training.TrainingResult` (or a list: every model the
+                seed rests on, e.g. RCL's entropy models and final model); None for a row that trains nothing.
+            tables, family, trained_on, note: as :meth:`record`.
+        """
+        from ..evaluation.scoring import TaskScores
+        from ..evaluation.significance import seed_mean_std
+        from ..evaluation.tasks import STS_AVERAGE, task
+
+        if not per_seed:
+            raise ConfigError(f"{self.chapter} {row}: no seeds scored")
+        keys = list(next(iter(per_seed.values())))
+        if columns is None:
+            columns = {k: (k, task(k).metrics[0].label) for k in keys if len(task(k).metrics) == 1}
+            if any(task(k).name in STS_AVERAGE for k in keys):
+                columns["Average"] = (AVERAGE, "")
+        for seed, scores in per_seed.items():
+            if list(scores) != keys or not all(isinstance(v, TaskScores) for v in scores.values()):
+                raise ConfigError(f"{self.chapter} {row}: seed {seed} must score the tasks {keys} (TaskScores each)")
+        runs = [{c: (_average(scores) if key == AVERAGE else scores[key].values[label]) for c, (key, label) in columns.items()}
+                for scores in per_seed.values()]
+        values, std = seed_mean_std(runs)
+        health = {seed: [r.health for r in (done if isinstance(done, (list, tuple)) else [done])]
+                  for seed, done in (trained or {}).items()}
+        missing = set(health) - set(per_seed)
+        if missing:
+            raise ConfigError(f"{self.chapter} {row}: training results for seeds {sorted(missing)} that were not scored")
+        tables = list(tables) if tables is not None else self.paper_tables(row)
+        save_row_evidence(self.out_dir, self.chapter, row, per_seed, columns, tables=tables, health=health,
+                          run_id=self.run_id, fingerprints={k: self._fingerprints.get(task(k).name, "") for k in keys})
+        return self.record(row, values, seeds=list(per_seed), std=std, tables=tables, family=family,
+                           trained_on=trained_on, note=note)
+
+    def not_run(self, row: str, reason: str, tables: Sequence[str] | None = None) -> None:
+        """Say that ``row`` (a row this chapter can compute; of ``tables``, default every paper table that
+        lists it) was not run in this build, and why: the claims about it say "not tested" with the reason."""
+        tables = list(tables) if tables is not None else self.paper_tables(row)
+        if not tables:
+            raise ConfigError(f"{self.chapter}: the paper has no row {row!r}; name the tables of a row of our own")
+        record_not_run(self.out_dir, self.chapter, row, reason, tables=tables, run_id=self.run_id)
+
+    def write_claims(self, own: Sequence[Claim] = (), *, paired: Mapping[frozenset, bool] | None = None,
+                     untestable: Mapping[str | tuple[str, str], str] | None = None) -> pd.DataFrame:
+        """Test this run's claims and write ``<out>/claims/<chapter>.csv`` (:mod:`sentcl.book.claims`):
+        every ordering of two rows the paper reports (on each table's headline columns) between rows this
+        run recorded or said it did not run (a row recorded without per-item scores: not tested), and
+        ``own`` claims of the chapter. ``paired``: pairs of rows whose seed k share data order and
+        initialisation; ``untestable``: a table, or (table, column) -> why its values cannot tell rows
+        apart (a metric at its ceiling, means over folds with no per-item scores). Returns the claims."""
+        evidence = load_evidence(self.out_dir, self.chapter, {self.run_id})
+        compared = self.compare()
+        done = compared[compared["status"] != "cited"]
+        computed = set(zip(done["table"], done["row"], strict=True)) | set(evidence)
+        found = [*claims.paper_orderings(compared, computed, paired=paired), *own]
+        why = dict(untestable or {})
+        found = [replace(c, untestable=why.get((c.table, c.column), why.get(c.table, c.untestable))) for c in found]
+        frame = claims.evaluate_claims(self.chapter, found, evidence)
+        claims.write_claims(self.out_dir, self.chapter, frame)
+        return frame
+
+    def claims_summary(self, frame: pd.DataFrame) -> list[str]:
+        """Markdown lines: per table the verdicts of :meth:`write_claims`'s claims, then each as a sentence;
+        on sample data, a last line says the sentences test the code, not the paper."""
+        lines = []
+        for table in dict.fromkeys(frame["table"]):
+            part = frame[frame["table"] == table]
+            lines.append(f"**{table}:** of {len(part)} claims, {claims.counts_text(part)}.")
+            lines += [f"- {claims.sentence(c)}" for c in part.to_dict("records")]
+        if self.data.sample:
+            lines.append("*This run read the project's sample data: the sentences above test the code, not the paper.*")
+        return lines
 
     def train(self, trainer, **cached: Any):
         """Train with ``trainer`` inside the artifact cache (:meth:`sentcl.training.Trainer.train_cached`:
@@ -204,6 +301,8 @@ class ChapterRun:
             raise
         finally:
             self._save_precision_uses()
+        if result.health is not None:  # which model it is, for the claims that rest on it
+            result.health = {"name": trainer.name, **result.health}
         if result.trained and trainer.procs.is_main:
             record.config.update(
                 output_dir=str(result.output_dir), resumed_from_step=result.resumed_from_step,
@@ -232,20 +331,6 @@ class ChapterRun:
         along, fixed, by = ("row", row, "column") if row is not None else ("column", column, "row")
         cells = values[(values["table"] == table) & (values[along] == fixed)]
         return pd.Series(cells["value"].to_numpy(dtype=float), index=pd.Index(cells[by], name=by), name=fixed)
-
-    def orderings_summary(self, tables: Sequence[str], column: str = "Average") -> list[str]:
-        """Markdown lines: per table, how many of the paper's orderings of two rows this run
-        computed and how many hold, then each as a sentence (:func:`sentcl.book.claims.orderings`);
-        on sample data, a last line says the sentences test the code, not the paper."""
-        compared, lines = self.compare(), []
-        for table in tables:
-            found = orderings(compared, table, column)
-            lines.append(f"**{table}:** of the {len(found)} orderings of two rows that the paper "
-                         f"reports and this run computed, {sum(o.holds for o in found)} hold.")
-            lines += [f"- {o.sentence()}" for o in found]
-        if self.data.sample:
-            lines.append("*This run read the project's sample data: the sentences above test the code, not the paper.*")
-        return lines
 
     def stand_in(self, family: str) -> str:
         """``"<ours> stands in for <paper's>"`` when this run's encoder of ``family`` is not the paper's, else ``""``."""
@@ -388,3 +473,10 @@ class ChapterRun:
     def save_figure(self, fig, name: str, caption: str) -> Path:
         """Save a figure (PNG + SVG) where the book finds it, with its caption."""
         return report.save_figure(fig, self.out_dir, self.chapter, name, caption)
+
+
+def _average(scores: Mapping[str, Any]) -> float:
+    """The Average column of a seed's scores (:func:`sentcl.evaluation.tasks.average`)."""
+    from ..evaluation.scoring import average
+
+    return average({key: scored.values for key, scored in scores.items()})

@@ -1,80 +1,76 @@
-"""Does the paper's ordering of its rows hold in our results?
+"""Claims, as data: does a paper's ordering of two rows (or one of ours) hold, beyond the noise?
 
-A reproduction, a miniature one above all, may miss a paper's numbers and still confirm (or
-refute) what the paper concludes from them: that one method beats another. :func:`orderings`
-takes every pair of rows of a table that the paper reports and we computed, and says for each
-whether our values order them as the paper's do; :meth:`Ordering.sentence` writes that as a
-sentence, so a chapter states its conclusions from its numbers rather than typing them.
-:func:`table_orderings` and :func:`ordering_counts` do it for every table, on its Average column
-or, in a table without one, on each of its columns, for the book's scorecard: what a miniature run can test, where agreement of its numbers with
-the paper's would be coincidence.
+A reproduction, a miniature one above all, may miss a paper's numbers and still confirm or refute what
+the paper concludes from them: that one method beats another. A difference is a finding only when it
+stands out from the noise of both the training seeds and the test items, so every claim is tested on
+the rows' evidence (:mod:`sentcl.book.evidence`: per-item scores per seed, training health):
+
+- ``delta`` = left − right (mean over seeds, all test items), in the table's units; for a paper's
+  ordering, left is the row the paper puts above;
+- ``ci_low``, ``ci_high``: its 95 % interval from a bootstrap that resamples training seeds and test
+  items together (:func:`sentcl.evaluation.significance.difference_interval`; paired over items, and over
+  seeds where the two rows' seed k share data order and initialisation: ``design``);
+- ``p``: the bootstrap p-value of "no difference", ``p_holm`` Holm-adjusted over the chapter's tested claims;
+- ``verdict``: ``holds`` (left above right) or ``contradicted`` (below) only when ``p_holm`` < 0.05 and the
+  interval excludes 0; ``undetermined`` otherwise, and whenever a trained row has a single seed (its
+  seed-to-seed spread is then unmeasured); ``not tested`` when a row it rests on did not run, a model it
+  rests on did not train (health inactive), the two rows were scored on different test items, a row
+  has no per-item scores, or the column sits at a known ceiling -- ``reason`` says which.
+
+``<out>/claims/<chapter>.csv`` holds one row per claim (:data:`CLAIM_COLUMNS`); the chapter pages, the
+scorecard and the introduction count its verdicts, never the signs of differences.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..evaluation.significance import ALPHA_CLAIMS, BOOTSTRAP_RESAMPLES, difference_interval, holm, item_resamples
+from ..io import atomic_write_text
+from .evidence import Evidence
+
+VERDICTS = ("holds", "contradicted", "undetermined", "not tested")
+CLAIM_COLUMNS = (
+    "chapter", "table", "claim", "left", "right", "column", "delta", "ci_low", "ci_high", "p", "p_holm",
+    "verdict", "reason", "design", "seeds_left", "seeds_right", "paper_left", "paper_right", "source",
+)
+CLAIMS = "claims"
 
 
 @dataclass(frozen=True)
-class Ordering:
-    """Two rows of a paper table, ``higher`` above ``lower`` in the paper's ``column``, and ours."""
+class Claim:
+    """What to test: ``left`` above ``right`` on ``column`` of ``table`` (``source``: "paper" for one of
+    the paper's orderings, with its two values; "ours" for one of the chapter's own, e.g. "fine-tuning
+    beats the untouched encoder"). ``paired_seeds``: the two rows' seed k share data order and
+    initialisation (the difference is then paired over seeds too). ``untestable``: why the column's
+    values cannot tell the rows apart (a metric at its bound, values with no per-item scores), or ""."""
 
     table: str
     column: str
-    higher: str
-    lower: str
-    paper_higher: float
-    paper_lower: float
-    ours_higher: float
-    ours_lower: float
-    profile: str
+    left: str
+    right: str
+    claim: str = ""
+    source: str = "paper"
+    paired_seeds: bool = False
+    paper_left: float | None = None
+    paper_right: float | None = None
+    untestable: str = ""
 
-    @property
-    def holds(self) -> bool:
-        """Whether our values order the two rows as the paper's do (strictly)."""
-        return self.ours_higher > self.ours_lower
-
-    def sentence(self) -> str:
-        """E.g. "MNRLSBERT above SBERT (Table 2, Average): paper 78.60 vs 74.89 (+3.71), ours ... : holds"."""
-        paper_gap, ours_gap = self.paper_higher - self.paper_lower, self.ours_higher - self.ours_lower
-        verdict = "the paper's ordering holds" if self.holds else "the paper's ordering does NOT hold"
-        return (
-            f"{self.higher} above {self.lower} ({self.table}, {self.column}): paper {self.paper_higher:.2f} vs "
-            f"{self.paper_lower:.2f} ({paper_gap:+.2f}), ours ({self.profile}) {self.ours_higher:.2f} vs "
-            f"{self.ours_lower:.2f} ({ours_gap:+.2f}): {verdict}."
-        )
-
-
-def orderings(compared: pd.DataFrame, table: str, column: str = "Average") -> list[Ordering]:
-    """Every pair of ``table``'s rows that the paper reports and we computed (not only cited), in
-    the paper's row order, each oriented as the paper orders it; pairs the paper ties are left out.
-
-    ``compared`` is :func:`sentcl.book.report.compare`'s frame (e.g. ``ChapterRun.compare()``).
-    """
-    part = compared[(compared["table"] == table) & (compared["column"] == column)]
-    if part.empty:
-        raise ConfigError(f"no cells of {table!r}, column {column!r} in the comparison")
-    done = part[(part["status"] != "cited") & part["paper_value"].notna() & part["value"].notna()]
-    out = []
-    for (_, a), (_, b) in combinations(done.iterrows(), 2):
-        if math.isclose(a["paper_value"], b["paper_value"]):
-            continue
-        hi, lo = (a, b) if a["paper_value"] > b["paper_value"] else (b, a)
-        out.append(
-            Ordering(
-                table=table, column=column, higher=hi["row"], lower=lo["row"],
-                paper_higher=float(hi["paper_value"]), paper_lower=float(lo["paper_value"]),
-                ours_higher=float(hi["value"]), ours_lower=float(lo["value"]),
-                profile=str(hi["profile"]),
-            )
-        )
-    return out
+    def __post_init__(self) -> None:
+        if self.source not in ("paper", "ours"):
+            raise ConfigError(f"a claim's source is 'paper' or 'ours', got {self.source!r}")
+        if not self.claim:
+            object.__setattr__(self, "claim", f"{self.left} above {self.right}")
 
 
 def headline_columns(compared: pd.DataFrame, table: str) -> list[str]:
@@ -84,23 +80,177 @@ def headline_columns(compared: pd.DataFrame, table: str) -> list[str]:
     return ["Average"] if "Average" in columns else columns
 
 
-def table_orderings(compared: pd.DataFrame, column: str | None = None) -> dict[str, list[Ordering]]:
-    """:func:`orderings` of every table of ``compared``, by table in order: on ``column`` (a table
-    without it is left out) or, by default, on each of the table's :func:`headline_columns`. A
-    table with fewer than two computed rows has none."""
-    found = {}
+def paper_orderings(
+    compared: pd.DataFrame, rows: Iterable[tuple[str, str]], *, paired: Mapping[frozenset, bool] | None = None
+) -> list[Claim]:
+    """Every ordering of two rows the paper reports (its values differ) on each table's headline columns
+    (:func:`headline_columns`), between the ``rows`` ((table, row) pairs: those this run recorded, or
+    said it did not run), left = the row the paper puts above; ``paired`` says which pairs of rows share
+    seeds."""
+    rows, paired = set(rows), dict(paired or {})
+    found = []
     for table in dict.fromkeys(compared["table"]):
-        columns = headline_columns(compared, table) if column is None else [column]
-        present = [c for c in columns if ((compared["table"] == table) & (compared["column"] == c)).any()]
-        if present:
-            found[table] = [o for c in present for o in orderings(compared, table, c)]
+        for column in headline_columns(compared, table):
+            part = compared[(compared["table"] == table) & (compared["column"] == column) & compared["paper_value"].notna()]
+            part = part[[(table, r) in rows for r in part["row"]]]
+            for (_, a), (_, b) in combinations(part.iterrows(), 2):
+                if math.isclose(a["paper_value"], b["paper_value"]):
+                    continue
+                hi, lo = (a, b) if a["paper_value"] > b["paper_value"] else (b, a)
+                found.append(Claim(table, column, hi["row"], lo["row"], source="paper",
+                                   paired_seeds=paired.get(frozenset((hi["row"], lo["row"])), False),
+                                   paper_left=float(hi["paper_value"]), paper_right=float(lo["paper_value"])))
     return found
 
 
-def ordering_counts(compared: pd.DataFrame, column: str | None = None) -> tuple[int, int]:
-    """(orderings this run computed, orderings that hold), over every table (see :func:`table_orderings`)."""
-    found = [o for table in table_orderings(compared, column).values() for o in table]
-    return len(found), sum(o.holds for o in found)
+def evaluate_claims(
+    chapter: str,
+    claims: Iterable[Claim],
+    evidence: Evidence,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    alpha: float = ALPHA_CLAIMS,
+) -> pd.DataFrame:
+    """Test every claim on the rows' ``evidence`` (module doc); one row per claim, :data:`CLAIM_COLUMNS`,
+    with Holm's correction over the claims that could be tested."""
+    matrices: dict[tuple[str, int], np.ndarray] = {}
+    cache: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+    out = []
+    for claim in claims:
+        rec = {c: None for c in CLAIM_COLUMNS} | {
+            "chapter": chapter, "table": claim.table, "claim": claim.claim, "left": claim.left, "right": claim.right,
+            "column": claim.column, "source": claim.source, "paper_left": claim.paper_left, "paper_right": claim.paper_right,
+            "design": "paired over seeds and items" if claim.paired_seeds else "paired over items, unpaired over seeds",
+        }
+        why = _not_testable(claim, evidence)
+        if why:
+            out.append(rec | {"verdict": "not tested", "reason": why})
+            continue
+        left, right = evidence.find(claim.table, claim.left), evidence.find(claim.table, claim.right)
+        assert left is not None and right is not None  # checked by _not_testable
+        keys = left.column_tasks(claim.column)
+        for key in keys:
+            n = left.tasks[key]["n"]
+            if (key, n) not in matrices:
+                matrices[(key, n)] = item_resamples(n, resamples, seed=zlib.crc32(key.encode()))
+        rs = {key: matrices[(key, left.tasks[key]["n"])] for key in keys}
+        for side in (left, right):
+            if (id(side), claim.column) not in cache:
+                cache[(id(side), claim.column)] = side.column_values(claim.column, rs)
+        (lf, lr), (rf, rr) = cache[(id(left), claim.column)], cache[(id(right), claim.column)]
+        seeds_left, seeds_right = left.seeds(claim.column), right.seeds(claim.column)
+        if claim.paired_seeds and seeds_left != seeds_right:
+            raise ConfigError(f"{claim.claim}: paired over seeds, but the rows have seeds {seeds_left} and {seeds_right}")
+        diff = difference_interval(lr, rr, list(lf), list(rf), paired_seeds=claim.paired_seeds)
+        single = [side.row for side, seeds in ((left, seeds_left), (right, seeds_right))
+                  if side.trained(claim.column) and len(seeds) < 2]
+        rec |= {"delta": diff.delta, "ci_low": diff.low, "ci_high": diff.high, "p": diff.p,
+                "seeds_left": len(seeds_left), "seeds_right": len(seeds_right)}
+        if single:
+            rec |= {"verdict": "undetermined", "reason": f"one training seed of {' and '.join(single)}: the seed-to-seed "
+                    "spread is not measured (the interval holds the test items' noise only)", "p": math.nan}
+        out.append(rec)
+    frame = pd.DataFrame(out, columns=list(CLAIM_COLUMNS))
+    for seeds in ("seeds_left", "seeds_right"):
+        frame[seeds] = frame[seeds].astype("Int64")
+    tested = frame["verdict"].isna()
+    frame.loc[tested, "p_holm"] = holm(frame.loc[tested, "p"].astype(float).to_numpy())
+    for i in frame.index[tested]:
+        r = frame.loc[i]
+        found = r["p_holm"] < alpha and (r["ci_low"] > 0 or r["ci_high"] < 0)
+        frame.loc[i, "verdict"] = ("holds" if r["delta"] > 0 else "contradicted") if found else "undetermined"
+        frame.loc[i, "reason"] = f"Holm-adjusted p {r['p_holm']:.2g}" + (
+            "" if found else ": the difference does not stand out from the noise of seeds and test items")
+    return frame
 
 
-__all__ = ["Ordering", "headline_columns", "ordering_counts", "orderings", "table_orderings"]
+def _not_testable(claim: Claim, evidence: Evidence) -> str:
+    """Why ``claim`` cannot be tested ("" when it can)."""
+    reasons = []
+    for name in (claim.left, claim.right):
+        row = evidence.find(claim.table, name)
+        if row is None:
+            reasons.append(f"{name} has no per-item scores in this run")
+        elif row.not_run:
+            reasons.append(f"{name} not run: {row.not_run}")
+        elif claim.column not in row.columns:
+            reasons.append(f"{name} has no per-item scores for {claim.column}")
+        elif row.inactive(claim.column):
+            reasons.append(f"{name} rests on a model that did not train, {row.inactive(claim.column)}")
+    if reasons:
+        return "; ".join(reasons)
+    if claim.untestable:
+        return claim.untestable
+    left, right = evidence.find(claim.table, claim.left), evidence.find(claim.table, claim.right)
+    assert left is not None and right is not None
+    for key in left.column_tasks(claim.column):
+        if key not in right.tasks or left.tasks[key]["fingerprint"] != right.tasks[key]["fingerprint"]:
+            return f"{claim.left} and {claim.right} were not scored on the same {key} test items"
+    return ""
+
+
+def claims_path(out_dir: str | os.PathLike, chapter: str) -> Path:
+    return Path(out_dir) / CLAIMS / f"{chapter}.csv"
+
+
+def write_claims(out_dir: str | os.PathLike, chapter: str, frame: pd.DataFrame) -> Path:
+    """Write a chapter's claims (:func:`evaluate_claims`) to ``<out>/claims/<chapter>.csv``, atomically."""
+    return atomic_write_text(claims_path(out_dir, chapter), frame[list(CLAIM_COLUMNS)].to_csv(index=False))
+
+
+def read_claims(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame:
+    """A chapter's claims file (an empty frame when there is none)."""
+    path = claims_path(out_dir, chapter)
+    if not path.is_file():
+        return pd.DataFrame(columns=list(CLAIM_COLUMNS))
+    frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    missing = set(CLAIM_COLUMNS) - set(frame.columns)
+    if missing:
+        from ..errors import DataFormatError
+
+        raise DataFormatError(path, 1, f"the claims columns {', '.join(CLAIM_COLUMNS)}", f"missing {sorted(missing)}")
+    return frame
+
+
+def verdict_counts(frame: pd.DataFrame) -> dict[str, int]:
+    """How many claims have each verdict, in :data:`VERDICTS` order."""
+    return {v: int((frame["verdict"] == v).sum()) for v in VERDICTS} if len(frame) else dict.fromkeys(VERDICTS, 0)
+
+
+def counts_text(frame: pd.DataFrame) -> str:
+    """E.g. "2 hold, 0 contradicted, 9 undetermined, 3 not tested" (of the claims in ``frame``)."""
+    n = verdict_counts(frame)
+    return (f"{n['holds']} hold, {n['contradicted']} contradicted, {n['undetermined']} undetermined, "
+            f"{n['not tested']} not tested")
+
+
+def sentence(claim: Mapping) -> str:
+    """One claim as a sentence: what it says, the paper's gap (for its orderings), ours with its interval,
+    the verdict and why."""
+    text = f"{claim['claim']} ({claim['table']}, {claim['column']})"
+    if claim["source"] == "paper" and _number(claim["paper_left"]) and _number(claim["paper_right"]):
+        text += (f": paper {claim['paper_left']:.2f} vs {claim['paper_right']:.2f} "
+                 f"({claim['paper_left'] - claim['paper_right']:+.2f})")
+    if _number(claim["delta"]):
+        text += f"; ours {claim['delta']:+.2f}, 95% interval [{claim['ci_low']:+.2f}, {claim['ci_high']:+.2f}]"
+    return f"{text}: **{claim['verdict']}** ({claim['reason']})."
+
+
+def _number(value) -> bool:
+    return value is not None and isinstance(value, (int, float, np.floating)) and math.isfinite(value)
+
+
+__all__ = [
+    "CLAIM_COLUMNS",
+    "VERDICTS",
+    "Claim",
+    "claims_path",
+    "counts_text",
+    "headline_columns",
+    "paper_orderings",
+    "read_claims",
+    "sentence",
+    "evaluate_claims",
+    "verdict_counts",
+    "write_claims",
+]

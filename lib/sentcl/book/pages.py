@@ -6,7 +6,7 @@ book sources.
 
 No page names a path of the machine that built it: the data roots, the output folder and the
 checkout are shown by name (``$SENTCL_DATA``, ``<out>``, ``data/samples``), and any other
-absolute path is cut to its last part (:func:`sentcl.book.report.public_text`). Agreement
+absolute path is cut to its last part (:mod:`sentcl.book.public`). Agreement
 colours and counts appear only for runs of the paper's profile
 (:func:`sentcl.book.report.judged`); for a miniature the scorecard counts the paper's
 orderings that hold (:mod:`sentcl.book.claims`).
@@ -25,14 +25,20 @@ import pandas as pd
 from ..io import read_json
 from . import claims, report
 from .chapter import CHAPTERS, OWN_CHAPTERS
+from .evidence import load_evidence
+from .public import DATA_ROOT_LABEL, data_root_label, public_text
 from .records import RunRecord, read_run_records
 from .results import load_results
 
 GENERATED = Path("book") / "_generated"
-DATA_ROOT_LABEL = "$SENTCL_DATA"  # how a page names a real data root (its local path is not published)
-OUT_LABEL = "<out>"  # how a page names the output folder
 WIDE_PAGE = "---\nhtml_theme.sidebar_secondary.remove: true\n---\n\n"  # front matter: no contents panel, full width
 ORDERINGS_ON = "Average column, or on each column of a table without one"  # claims.headline_columns
+CLAIMS_RULE = (
+    "each tested against the noise of its training seeds and test items together (a bootstrap over both), "
+    "Holm-corrected within the chapter: *holds* or *contradicted* only when the 95 % interval of the "
+    "difference excludes 0, *undetermined* when it does not (or a trained row has one seed), *not tested* "
+    "when a row did not run, rests on a model that did not train, or sits at a metric's ceiling"
+)
 
 
 @dataclass
@@ -47,6 +53,8 @@ class ChapterState:
     compared: pd.DataFrame  # paper values beside results (sentcl.book.report.compare)
     figures: list[dict] = field(default_factory=list)
     data_used: dict | None = None
+    claims: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(claims.CLAIM_COLUMNS)))
+    evidence: dict = field(default_factory=dict)  # (table, row) -> the RowEvidence of the chapter's run (sentcl.book.evidence)
 
     @property
     def ran(self) -> bool:
@@ -83,37 +91,6 @@ class ChapterState:
         return list(dict.fromkeys(roots))
 
 
-def local_paths(root: Path, out: Path, states: list[ChapterState]) -> dict[str, str]:
-    """The local paths a page may meet, each with the words it shows instead
-    (:func:`sentcl.book.report.public_text`): the checkout (``.``), the output folder
-    (``<out>``), the sample data (``data/samples``) and every real data root
-    (``$SENTCL_DATA``)."""
-    from ..data import samples_root
-
-    known: dict[str, str] = {}
-    samples = Path(samples_root())
-    for path, label in ((root, "."), (out, OUT_LABEL), (samples, "data/samples")):
-        known[str(path)] = known[str(Path(path).resolve())] = label
-    for state in states:
-        for data_root in state.data_roots():
-            label = "data/samples" if data_root.resolve() == samples.resolve() else DATA_ROOT_LABEL
-            known[str(data_root)] = known[str(data_root.resolve())] = label
-    return known
-
-
-def data_root_label(data_root: Path, root: Path | None = None) -> str:
-    """How a page names a data root: ``data/samples`` for the project's sample data, a path
-    relative to the checkout for one inside it, else ``$SENTCL_DATA`` and the folder's name."""
-    from ..data import samples_root
-
-    resolved = Path(data_root).resolve()
-    if resolved == Path(samples_root()).resolve():
-        return "`data/samples` (the project's sample data)"
-    if root is not None and resolved.is_relative_to(Path(root).resolve()):
-        return f"`{resolved.relative_to(Path(root).resolve()).as_posix()}` (in the checkout)"
-    return f"`{DATA_ROOT_LABEL}` (the real data root, a folder named `{_md(resolved.name)}`)"
-
-
 def chapter_states(root: Path, out: Path) -> list[ChapterState]:
     records = [r for r in read_run_records(out / "records") if r.kind == "notebook"]
     results = load_results(out)
@@ -135,6 +112,8 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
                 compared=compared,
                 figures=[f for f in report.figures(out, chapter) if f.get("run_id") in run_ids],
                 data_used=read_json(used, "a data-used log") if used.is_file() else None,
+                claims=claims.read_claims(out, chapter),
+                evidence=load_evidence(out, chapter, run_ids),
             )
         )
     return states
@@ -180,14 +159,15 @@ def chapter_results(state: ChapterState, known: dict[str, str] | None = None) ->
             "and no results were written.\n"
         )
     compared = _public_compared(state.compared, known)
-    if state.ran and not compared.empty:
-        parts.append(_orderings_text(state))
+    if state.ran:
+        parts.append(claims_text(state))
+        parts.append(health_table(state))
     for table in report.tables(compared):
         parts.append(_raw_html(report.comparison_table(compared, table).to_html()))
     for fig in state.figures:
         path = f"/{GENERATED.as_posix()}/figures/{state.chapter}/{fig['name']}"
         svg = f" ({{download}}`SVG <{path}.svg>`)" if Path(fig["svg"]).is_file() else ""
-        caption = _md(report.public_text(fig["caption"], known))
+        caption = _md(public_text(fig["caption"], known))
         parts.append(f":::{{figure}} {path}.png\n:alt: {caption}\n:width: 100%\n\n{caption}{svg}\n:::\n")
     return "\n".join(parts)
 
@@ -196,30 +176,59 @@ def _public_compared(compared: pd.DataFrame, known: dict[str, str] | None) -> pd
     """The comparison with local paths replaced in the text shown under the tables."""
     out = compared.copy()
     for col in ("data", "note"):
-        out[col] = [v if not isinstance(v, str) else report.public_text(v, known) for v in out[col]]
+        out[col] = [v if not isinstance(v, str) else public_text(v, known) for v in out[col]]
     return out
 
 
-def _orderings_text(state: ChapterState) -> str:
-    """One line per table: how many of the paper's orderings of two rows (on the table's
-    headline columns, :func:`sentcl.book.claims.headline_columns`) this run computed, and how many hold."""
-    found = claims.table_orderings(state.compared)
-    if not found:
-        return ""
-    per_table = "; ".join(
-        f"{_md(table)}: {sum(o.holds for o in pairs)} of {len(pairs)} hold" for table, pairs in found.items()
-    )
-    why = (
-        " On the sample data they test the code, not the paper."
-        if state.sample
-        else " A miniature cannot match the paper's numbers; these orderings are what it can test."
-        if state.miniature
-        else ""
-    )
+def claims_text(state: ChapterState) -> str:
+    """The chapter's verdicts, per table, from its claims file (:mod:`sentcl.book.claims`): counts of
+    verdicts, never of signs."""
+    frame = state.claims
+    if frame.empty:
+        return ("**Claims**: this run wrote no claims file (`claims/<chapter>.csv`), so nothing here is a "
+                "verdict; the tables show the numbers only.\n")
+    per_table = "; ".join(f"{_md(table)}: {claims.counts_text(frame[frame['table'] == table])}"
+                          for table in dict.fromkeys(frame["table"]))
+    why = (" On the sample data they test the code, not the paper." if state.sample
+           else " A miniature cannot match the paper's numbers; claims are what it can test." if state.miniature else "")
     return (
-        f"**The paper's orderings** (every pair of rows of a table that the paper reports and this run "
-        f"computed, on the {ORDERINGS_ON}; the executed notebook states each): {per_table}.{why}\n"
+        f"**Claims** ({len(frame)}: the paper's orderings of two rows on the {ORDERINGS_ON}, and our own; "
+        f"{CLAIMS_RULE}; the executed notebook states each with its interval): {per_table}.{why}\n"
     )
+
+
+def health_table(state: ChapterState) -> str:
+    """"Did it train?": every model the chapter's recorded rows rest on, with its health
+    (:mod:`sentcl.training.health`); an inactive one is flagged, and the claims resting on it are not tested."""
+    seen: dict[str, dict] = {}
+    for ev in state.evidence.values():
+        for column in ev.columns:
+            for h in ev.health(column):
+                if h is not None:
+                    seen.setdefault(h.get("name", ev.row), h)
+    if not seen:
+        return ""
+    rows = []
+    for name, h in seen.items():
+        start, end = h.get("loss_start") or {}, h.get("loss_end") or {}
+        terms = [k for k in start if k not in ("step", "loss")]
+        loss = f"{_num(start.get('loss'))} → {_num(end.get('loss'))}" + "".join(
+            f"<br>{_md(t)}: {_num(start.get(t))} → {_num(end.get(t))}" for t in terms)
+        rows.append([_md(name), f"{h['trained_steps']} of {h['planned_steps']}", f"{h['peak_lr']:.2g}",
+                     f"{h['share_at_half_peak']:.0%}", loss,
+                     "—" if h.get("start_cosine") is None else f"{h['start_cosine']:.4f}",
+                     "yes" if h.get("active") else f"**no**: {_md(h.get('reason', ''))}"])
+    inactive = sum(not h.get("active") for h in seen.values())
+    head = (f"**Did it train?** {len(seen)} trained models, {inactive} inactive"
+            + (" (the claims resting on them are *not tested*)" if inactive else "") + ": optimizer steps taken of "
+            "those planned, the peak learning rate, the share of the planned steps at half of it or more, the "
+            "training loss (and each term of the objective) in the first and the last logged window, and the "
+            "mean cosine of its embeddings to its starting model's on a fixed probe of sentences.\n")
+    return head + _md_table(["model", "steps", "peak lr", "≥ ½ peak", "loss: first → last", "cosine to start", "active"], rows)
+
+
+def _num(value: Any) -> str:
+    return "—" if value is None else f"{value:.4g}"
 
 
 def _run_status(state: ChapterState, known: dict[str, str] | None = None) -> str:
@@ -239,7 +248,7 @@ def _run_status(state: ChapterState, known: dict[str, str] | None = None) -> str
     kind = "note"
     if r is not None and r.status == "failed":
         kind = "error"
-        error = _md(report.public_text(r.error or "", known))
+        error = _md(public_text(r.error or "", known))
         lines.append(f"**This run failed**: {error}. Rows it did not reach show the paper's values only.")
     if state.sample:
         kind = "warning" if kind == "note" else kind
@@ -272,29 +281,29 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
         "**miniature** -- the demo profile (a small stand-in encoder such as all-MiniLM-L6-v2, already "
         "trained on a billion sentence pairs, fine-tuned on a subset), the smoke profile or any run on "
         "the project's sample data -- cannot match the paper's numbers except by coincidence, so its Δ "
-        "are shown uncoloured and not counted. What a miniature can test is the paper's **orderings**: "
-        f"for each table, every pair of rows that the paper reports and this run computed, on the "
-        f"{ORDERINGS_ON}; *hold* counts the pairs our numbers order as the paper does.\n",
+        "are shown uncoloured and not counted. What a miniature can test is **claims**: the paper's "
+        f"orderings of two rows it computed (on the {ORDERINGS_ON}) and claims of our own, {CLAIMS_RULE}.\n",
         "## Summary\n",
     ]
-    header = ["chapter", "run", "paper cells", "computed", "orderings checked", "orderings hold",
+    header = ["chapter", "run", "paper cells", "computed", "claims", *claims.VERDICTS,
               "agrees", "close", "differs", "cited", "ours only"]
     rows = []
     for s in states:
         counts = report.summary(s.compared)
-        checked, hold = claims.ordering_counts(s.compared)
+        verdicts = claims.verdict_counts(s.claims)
         judged = counts["judged"] > 0
         agreement = [str(counts[a]) if judged else "—" for a in report.AGREEMENT]
         rows.append([
             f"[{s.chapter}](../{s.chapter}.md)", _run_label(s), str(counts["paper cells"]), str(counts["computed"]),
-            str(checked) if s.ran else "—", str(hold) if s.ran else "—", *agreement,
-            str(counts["cited"]), str(counts["ours only"]),
+            *([str(len(s.claims)), *(str(verdicts[v]) for v in claims.VERDICTS)] if s.ran else ["—"] * 5),
+            *agreement, str(counts["cited"]), str(counts["ours only"]),
         ])
     parts.append(_md_table(header, rows, full_width=True))
     parts.append(
         "*run*: the profile of the chapter's results (*miniature*: not judged against the paper's "
         "numbers; *sample data*: the project's sample data, which tests the code); *computed*: the "
-        "paper's cells this run computed; *agrees*, *close*, *differs*: paper-profile runs only "
+        "paper's cells this run computed; *claims* and their verdicts: from the chapter's claims file; "
+        "*agrees*, *close*, *differs*: paper-profile runs only "
         "(— for a miniature or a chapter that has not run).\n"
     )
     for s in states:
@@ -305,7 +314,7 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
         elif not s.ran:
             parts.append("Not run in this build: the tables show the paper's values only.\n")
         else:
-            parts.append(_orderings_text(s))
+            parts.append(claims_text(s))
         compared = _public_compared(s.compared, known)
         for table in report.tables(compared):
             table_html = report.comparison_table(compared, table, caption=f"{s.chapter}: {table}").to_html()
@@ -416,7 +425,7 @@ def environment_page(records: list[RunRecord], known: dict[str, str] | None = No
     parts.append(_md_table(header, rows, full_width=True))
     failed = [r for r in records if r.status == "failed"]
     for r in failed:
-        parts.append(f"- `{r.run_id}` ({r.name}) failed: {_md(report.public_text(r.error or '', known))}")
+        parts.append(f"- `{r.run_id}` ({r.name}) failed: {_md(public_text(r.error or '', known))}")
     return "\n".join(parts) + "\n"
 
 
@@ -469,7 +478,7 @@ def _raw_html(fragment: str) -> str:
 
 def _md(text: Any) -> str:
     """Plain text made safe inside MyST markdown (no math, no table breaks, no local paths)."""
-    text = report.public_text(text)
+    text = public_text(text)
     return html.escape(text, quote=False).replace("$", r"\$").replace("|", r"\|").replace("\n", " ").strip()
 
 

@@ -17,7 +17,7 @@ how close its numbers come to the paper's is coincidence. What a miniature can t
 the paper's ordering of its rows (:mod:`sentcl.book.claims`).
 
 Text that ends up on a published page (the data a row was computed on, notes) goes
-through :func:`public_text`, which replaces local absolute paths.
+through :func:`sentcl.book.public.public_text`, which replaces local absolute paths.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ import html
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import ConfigError
 from ..io import atomic_path, atomic_write_json, read_json
+from .public import public_text
 from .results import current_run_id, paper_values
 
 THRESHOLDS = (1.0, 3.0)
@@ -386,37 +387,6 @@ def figures(out_dir: str | os.PathLike, chapter: str) -> list[dict]:
             info = read_json(meta, "a figure caption file")
             found.append({"name": meta.stem, "png": png, "svg": meta.with_suffix(".svg"), **info})
     return found
-
-
-# An absolute local path: POSIX (/a/b, ~/a, file:///a) or Windows (C:\\a). Not a URL's path
-# (preceded by ':' or '/'), a ratio or unit (1/2, pairs/s: preceded by a word character),
-# nor an HTML closing tag (</td>).
-_PATH_STOP = r"\s/\\,;:'\"`()\[\]{}<>|*?"
-_LOCAL_PATH = re.compile(
-    rf"(?<![\w.~/\\:<>=@-])(?:file://)?(?:~?/(?:[^{_PATH_STOP}]+/?)+|[A-Za-z]:\\(?:[^{_PATH_STOP}]+\\?)+)"
-)
-
-
-def public_text(text: object, known: Mapping[str, str] | None = None, generic: bool = True) -> str:
-    """``text`` without local absolute paths, for a published page.
-
-    Each path in ``known`` (an absolute path -> the words to show instead, e.g. the data
-    root -> ``$SENTCL_DATA``) is replaced first, the longest first, so a path under a known
-    one keeps its relative part; then, unless ``generic`` is False (HTML, whose attributes
-    may hold paths that are links), any other absolute path becomes ``…/<its last part>``
-    (``/home/me/shared/data`` -> ``…/data``).
-    """
-    text = "" if text is None else str(text)
-    for path in sorted(known or {}, key=len, reverse=True):
-        label = (known or {})[path]
-        path = path.rstrip("/\\") or path
-        text = re.sub(re.escape(path) + r"(?=$|[/\\\s\"',;:)\]}<>`]|\.(?!\w))", lambda _m, label=label: label, text)  # type: ignore[misc]  # mypy cannot type a lambda's default
-    return _LOCAL_PATH.sub(_last_part, text) if generic else text
-
-
-def _last_part(match: re.Match) -> str:
-    parts = [p for p in re.split(r"[/\\]", match.group(0)) if p and p not in ("~", "file:")]
-    return "…/" + parts[-1] if parts and not parts[-1].endswith(":") else "…"
 
 
 def _marker(source: str) -> str:

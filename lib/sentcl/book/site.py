@@ -25,7 +25,7 @@ that the Colab launch buttons point at the repository's notebooks:
 No page names a path of the machine that built it: the data roots, the output folder and
 the checkout are shown by name (``$SENTCL_DATA``, ``<out>``, ``data/samples``), and any
 other absolute path in a results file, run record or notebook output is cut to its last
-part (:func:`sentcl.book.report.public_text`). Agreement colours and counts appear only for
+part (:mod:`sentcl.book.public`). Agreement colours and counts appear only for
 runs of the paper's profile (:func:`sentcl.book.report.judged`); for a miniature the
 scorecard counts the paper's orderings that hold (:mod:`sentcl.book.claims`). Pages with
 wide tables (the scorecard, the appendices) have no right-hand contents panel, and
@@ -34,34 +34,29 @@ wide tables (the scorecard, the appendices) have no right-hand contents panel, a
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from ..errors import ConfigError, SentclError
-from . import report
 from .answer import answer
 from .pages import (
-    DATA_ROOT_LABEL,
     GENERATED,
-    OUT_LABEL,
     announcement,
     chapter_results,
     chapter_states,
     datasets,
     environment_page,
-    local_paths,
     notebook_placeholder,
     scorecard,
     timings,
 )
+from .public import DATA_ROOT_LABEL, OUT_LABEL, local_paths, public_json, public_output, public_text
 from .records import read_run_records
 
 MATHJAX = Path("book") / "_vendor" / "mathjax" / "tex-mml-chtml.js"
@@ -95,7 +90,7 @@ def stage(root: Path, out: Path) -> Path:
     )
     (src / "book" / "_vendor").symlink_to((root / "book" / "_vendor").resolve(), target_is_directory=True)
 
-    known = local_paths(root, out, states)
+    known = local_paths(root, out, [r for s in states for r in s.data_roots()])
     (src / "notebooks").mkdir()
     for state in states:
         if state.executed:
@@ -161,9 +156,9 @@ def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = 
     for cell in nb.cells:
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
-                _public_output(output, known)
+                public_output(output, known)
     if "papermill" in nb.metadata:
-        nb.metadata["papermill"] = _public_json(nb.metadata["papermill"], known)
+        nb.metadata["papermill"] = public_json(nb.metadata["papermill"], known)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     return target
@@ -175,7 +170,7 @@ def _injected_note(cell, papermill: dict, known: dict[str, str] | None):
 
     profile = (papermill.get("parameters") or {}).get("profile")
     lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    code = report.public_text("\n".join(lines), known)
+    code = public_text("\n".join(lines), known)
     fence = "`" * max(3, 1 + max((len(run) for run in _backtick_runs(code)), default=0))
     title = "The parameters of this run" + (f" (profile {profile})" if profile else "")
     text = (
@@ -192,37 +187,6 @@ def _injected_note(cell, papermill: dict, known: dict[str, str] | None):
 
 def _backtick_runs(text: str) -> list[str]:
     return re.findall(r"`+", text)
-
-
-def _public_output(output: dict, known: dict[str, str] | None) -> None:
-    """Replace local paths in one cell output, in place (HTML: only the known paths)."""
-    if output.get("output_type") == "stream":
-        output["text"] = report.public_text(output.get("text", ""), known)
-    elif output.get("output_type") == "error":
-        output["evalue"] = report.public_text(output.get("evalue", ""), known)
-        output["traceback"] = [report.public_text(line, known) for line in output.get("traceback", [])]
-    data = output.get("data") or {}
-    for mime in list(data):
-        if mime in ("text/plain", "text/markdown", "text/latex"):
-            data[mime] = report.public_text(_joined(data[mime]), known)
-        elif mime == "text/html":  # a table from before the book had sentcl.css was full-width: under the contents panel
-            html_text = _joined(data[mime]).replace('class="sentcl-table full-width"', 'class="sentcl-table"')
-            data[mime] = report.public_text(html_text, known, generic=False)
-
-
-def _joined(value: Any) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
-
-
-def _public_json(value: Any, known: dict[str, str] | None) -> Any:
-    """Every string in a JSON-like value with local paths replaced."""
-    if isinstance(value, str):
-        return report.public_text(value, known)
-    if isinstance(value, dict):
-        return {k: _public_json(v, known) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_public_json(v, known) for v in value]
-    return copy.deepcopy(value)
 
 
 def build(src: Path, book_dir: Path) -> Path:

@@ -93,6 +93,13 @@ class MethodRun:
     result: TrainingResult
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds per stage this model needed (build time less geometry measuring)."""
+    upstream: list[TrainingResult] = field(default_factory=list)
+    """The other training runs the model rests on (RCL's entropy models), for their health."""
+
+    @property
+    def runs(self) -> list[TrainingResult]:
+        """Every training run this model rests on: its own first."""
+        return [self.result, *self.upstream]
 
     @property
     def cost_s(self) -> float:
@@ -134,6 +141,7 @@ def train_method(
     train = train or Trainer.train_cached
     name = name or f"{method} seed {config.seed}"
     stages: dict[str, float] = {}
+    upstream: list[TrainingResult] = []
     if method == "RCL":
         entropy_config = replace(config, seed=settings.entropy_seed,
                                  max_steps=settings.entropy_steps or config.max_steps, eval_steps=None,
@@ -144,6 +152,7 @@ def train_method(
         for phi in augmented.phis:
             stages[f"entropy model φ={phi:g}"] = stage_seconds(augmented.results[phi].output_dir)
             stages[f"store φ={phi:g}"] = stage_seconds(augmented.stores[phi].path)
+        upstream = [augmented.results[phi] for phi in augmented.phis]
         model, result = train_final_model(load_base, pairs, augmented.stores_for(augmented.phis), config,
                                           scale=settings.scale, sampler=NoDuplicatesBatchSampler(), train=train,
                                           callbacks=callbacks, name=name)
@@ -152,7 +161,7 @@ def train_method(
         data, loss, sampler = _setup(method, pairs, config, settings)
         result = train(Trainer(model, loss, data, config, sampler=sampler, callbacks=callbacks, name=name))
     stages["training"] = stage_seconds(result.output_dir)
-    return MethodRun(method, config.seed, model, result, stages)
+    return MethodRun(method, config.seed, model, result, stages, upstream)
 
 
 def _setup(method: str, pairs: TrainingData, config: TrainingConfig, settings: MethodSettings) -> tuple:

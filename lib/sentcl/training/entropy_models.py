@@ -43,7 +43,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from sentcl.artifacts import ArtifactCache, Stage
@@ -52,6 +51,7 @@ from sentcl.data.records import RetrievalSet, TrainingData
 from sentcl.embeddings import embedder
 from sentcl.embeddings.store import EmbeddingStore, write_store
 from sentcl.errors import ConfigError, check_positive_int
+from sentcl.evaluation.significance import seed_mean_std
 from sentcl.losses.rcl import EntropyLoss, RegulatorLoss
 from sentcl.models import fingerprint, load_encoder
 from sentcl.precision import resolve_precision
@@ -233,15 +233,10 @@ class FaqCrossValidation:
     seeds: list[int]
     per_fold: dict[str, list[dict[str, float]]] = field(default_factory=dict)
 
-    def mean(self, row: str) -> dict[str, float]:
-        """The row's value per metric: the mean over the folds."""
-        runs = self.per_fold[row]
-        return {m: float(np.mean([r[m] for r in runs])) for m in runs[0]}
-
-    def std(self, row: str) -> dict[str, float] | None:
-        """The standard deviation over the folds (ddof 1) per metric; None with one fold."""
-        runs = self.per_fold[row]
-        return None if len(runs) < 2 else {m: float(np.std([r[m] for r in runs], ddof=1)) for m in runs[0]}
+    def summary(self, row: str) -> tuple[dict[str, float], dict[str, float] | None]:
+        """The row's mean over the folds per metric, and their standard deviation (ddof 1; None with one
+        fold): :func:`~sentcl.evaluation.significance.seed_mean_std` over the folds."""
+        return seed_mean_std(self.per_fold[row])
 
     def to_json(self) -> dict:
         return {
@@ -249,8 +244,8 @@ class FaqCrossValidation:
             "folds": [{"index": f.index, "seed": seed, "train": len(f.train), "dev": len(f.dev), "test": len(f.test)}
                       for f, seed in zip(self.folds, self.seeds, strict=True)],
             "per_fold": self.per_fold,
-            "mean": {row: self.mean(row) for row in self.per_fold},
-            "std": {row: self.std(row) for row in self.per_fold},
+            "mean": {row: self.summary(row)[0] for row in self.per_fold},
+            "std": {row: self.summary(row)[1] for row in self.per_fold},
         }
 
 

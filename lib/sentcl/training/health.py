@@ -108,9 +108,29 @@ def training_health(
     return health | {"active": not reasons, "reason": "; ".join(reasons)}
 
 
+def describe_health(health: dict[str, Any] | None) -> str:
+    """One line for a notebook: steps, loss first -> last, cosine to the start, and whether it trained."""
+    if health is None:
+        return "no health record (a run finished before health was recorded)"
+    start, end = health["loss_start"] or {}, health["loss_end"] or {}
+    cosine = "—" if health["start_cosine"] is None else f"{health['start_cosine']:.4f}"
+    text = (f"{health['trained_steps']} of {health['planned_steps']} steps ({health['share_at_half_peak']:.0%} of the planned at "
+            f">= half the peak lr {health['peak_lr']:.2g}); loss {start.get('loss', float('nan')):.4g} -> "
+            f"{end.get('loss', float('nan')):.4g}; cosine to its start {cosine}")
+    return text + ("; active" if health["active"] else f"; INACTIVE: {health['reason']}")
+
+
 def _window(entry: dict[str, Any]) -> dict[str, Any]:
     """A log entry's loss and terms: ``{"step", "loss", <term>: ...}``."""
     return {"step": entry["step"], "loss": entry["loss"], **entry.get("terms", {})}
 
 
-__all__ = ["MIN_SHARE_AT_HALF_PEAK", "SOLVED_LOSS", "STILL_COSINE", "mean_cosine", "probe_sentences", "training_health"]
+__all__ = [
+    "MIN_SHARE_AT_HALF_PEAK",
+    "SOLVED_LOSS",
+    "STILL_COSINE",
+    "describe_health",
+    "mean_cosine",
+    "probe_sentences",
+    "training_health",
+]
