@@ -271,6 +271,13 @@ class ChapterRun:
         claims.write_claims(self.out_dir, self.chapter, frame)
         return frame
 
+    def paper_coverage(self, needs: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+        """What a paper-profile run fills on this run's data root (:func:`sentcl.book.coverage.paper_coverage`):
+        ``needs`` maps each row the chapter computes to the ``"dataset/split"`` names it needs."""
+        from .coverage import paper_coverage
+
+        return paper_coverage(self.chapter, needs, self.data.root)
+
     def claims_summary(self, frame: pd.DataFrame) -> list[str]:
         """Markdown lines: per table the verdicts of :meth:`write_claims`'s claims, then each as a sentence;
         on sample data, a last line says the sentences test the code, not the paper."""
