@@ -4,53 +4,12 @@ verdicts from intervals over seeds and test items (never from signs), Holm withi
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 from sentcl.book.chapter import ChapterRun
 from sentcl.book.claims import CLAIM_COLUMNS, Claim, paper_orderings, read_claims, verdict_counts
 from sentcl.book.evidence import load_evidence
-from sentcl.data.records import ScoredPairs
-from sentcl.evaluation.scoring import score
-
-N_PAIRS = 300
-GOLD = np.random.default_rng(0).uniform(0, 5, N_PAIRS)
-
-
-def sts_record(n=N_PAIRS, name="stsbenchmark"):
-    return ScoredPairs(name=name, split="test", sentences1=[f"a{i}" for i in range(n)], sentences2=[f"b{i}" for i in range(n)],
-                       scores=GOLD[:n].copy(), subsets=["all"] * n)
-
-
-def embedder_with(noise: float, seed: int):
-    """A fake encoder whose pair cosines follow the gold score plus noise of the given size: less noise,
-    a better model. Deterministic per (noise, seed)."""
-    rng = np.random.default_rng(int(noise * 1000) * 31 + seed)
-    target = np.clip(GOLD / 5 + rng.normal(0, noise, N_PAIRS), -0.99, 0.99)
-
-    def embed(texts):
-        out = []
-        for t in texts:
-            i = int(t[1:])
-            c = target[i]
-            out.append([1.0, 0.0] if t[0] == "a" else [c, math.sqrt(1 - c * c)])
-        return np.asarray(out)
-
-    return embed
-
-
-def health(active=True, name="m"):
-    return {"name": name, "active": active, "reason": "" if active else "barely moved: mean cosine 1.00000 to its start",
-            "trained_steps": 60, "planned_steps": 60}
-
-
-class Done:
-    """What ChapterRun.record_scores reads of a TrainingResult: its health."""
-
-    def __init__(self, active=True, name="m"):
-        self.health = health(active, name)
 
 
 @pytest.fixture
@@ -58,15 +17,19 @@ def run(tmp_path):
     return ChapterRun("mnrl_sbert", profile="demo", data_dir=tmp_path, out_dir=tmp_path / "out")
 
 
-def record(run, row, noises, *, active=True, n=N_PAIRS, trained=True, tables=("Table 1",)):
-    per_seed = {seed: score(embedder_with(noise, seed), {"STSb": sts_record(n)}) for seed, noise in enumerate(noises)}
-    done = {seed: Done(active, f"{row} seed {seed}") for seed in per_seed} if trained else None
-    run.record_scores(row, per_seed, columns={"STSb": ("STSb", "Spearman")}, trained=done, tables=list(tables))
+@pytest.fixture
+def record(run, fake):
+    def record(row, noises, *, active=True, n=fake.n, trained=True, tables=("Table 1",)):
+        per_seed = {seed: fake.scored(noise, seed, n=n) for seed, noise in enumerate(noises)}
+        runs = {seed: fake.done(active, f"{row} seed {seed}") for seed in per_seed} if trained else None
+        run.record_scores(row, per_seed, columns={"STSb": ("STSb", "Spearman")}, trained=runs, tables=list(tables))
+
+    return record
 
 
-def test_paper_orderings_are_oriented_as_the_paper(run):
+def test_paper_orderings_are_oriented_as_the_paper(run, record):
     for row, noise in (("MNRLSBERT", 0.1), ("SBERT", 0.3), ("SBERT-whitening", 0.2)):
-        record(run, row, [noise], tables=("Table 2",))
+        record(row, [noise], tables=("Table 2",))
     found = {(c.left, c.right): c for c in paper_orderings(run.compare(), [("Table 2", r) for r in ("MNRLSBERT", "SBERT", "SBERT-whitening")])}
     # paper, Table 2 Average: MNRLSBERT 78.60, SBERT-whitening 77.00, SBERT 74.89; cited rows left out
     assert set(found) == {("MNRLSBERT", "SBERT"), ("MNRLSBERT", "SBERT-whitening"), ("SBERT-whitening", "SBERT")}
@@ -74,17 +37,17 @@ def test_paper_orderings_are_oriented_as_the_paper(run):
     assert all(c.source == "paper" and c.column == "Average" for c in found.values())
 
 
-def test_verdicts_come_from_intervals_over_seeds_and_items_never_from_signs(run):
+def test_verdicts_come_from_intervals_over_seeds_and_items_never_from_signs(run, record):
     """A clear gap holds (and reversed is contradicted); a tiny one is undetermined whatever its sign; a
     model that did not move is not tested; one seed of a trained row is undetermined; a row that did not
     run is not tested; rows scored on other items are not tested."""
-    record(run, "good", [0.05, 0.06, 0.055])
-    record(run, "bad", [0.6, 0.62, 0.58])
-    record(run, "good twin", [0.0501, 0.0601, 0.0551])  # within a hair of "good": a sign, not a finding
-    record(run, "still", [0.05, 0.06, 0.055], active=False)
-    record(run, "one seed", [0.05])
-    record(run, "fewer items", [0.05, 0.06, 0.055], n=200)
-    record(run, "untouched", [0.4], trained=False)  # no training: its one "seed" is all there is
+    record("good", [0.05, 0.06, 0.055])
+    record("bad", [0.6, 0.62, 0.58])
+    record("good twin", [0.0501, 0.0601, 0.0551])  # within a hair of "good": a sign, not a finding
+    record("still", [0.05, 0.06, 0.055], active=False)
+    record("one seed", [0.05])
+    record("fewer items", [0.05, 0.06, 0.055], n=200)
+    record("untouched", [0.4], trained=False)  # no training: its one "seed" is all there is
     run.not_run("absent", "its training data are not in this data root", tables=["Table 1"])
     claims = [Claim("Table 1", "STSb", *pair, source="ours") for pair in (
         ("good", "bad"), ("bad", "good"), ("good twin", "good"), ("still", "bad"), ("one seed", "bad"),
@@ -108,10 +71,10 @@ def test_verdicts_come_from_intervals_over_seeds_and_items_never_from_signs(run)
     assert verdict_counts(frame) == {"holds": 2, "contradicted": 1, "undetermined": 2, "not tested": 3}
 
 
-def test_holm_is_over_the_chapters_tested_claims(run):
+def test_holm_is_over_the_chapters_tested_claims(run, record):
     """With many claims, one whose own p is below 0.05 but above 0.05 / m is undetermined."""
-    record(run, "a", [0.30, 0.31, 0.29])
-    record(run, "b", [0.33, 0.34, 0.32])
+    record("a", [0.30, 0.31, 0.29])
+    record("b", [0.33, 0.34, 0.32])
     one = run.write_claims(own=[Claim("Table 1", "STSb", "a", "b", source="ours")])
     p = float(one.iloc[0]["p"])
     family = run.write_claims(own=[Claim("Table 1", "STSb", "a", "b", source="ours")] * 40)
@@ -119,27 +82,25 @@ def test_holm_is_over_the_chapters_tested_claims(run):
     assert family["p_holm"].max() == pytest.approx(min(1.0, p * 40), rel=1e-9)
 
 
-def test_evidence_round_trips_and_the_average_column_is_the_mean_of_the_sts_columns(run):
-    per_seed = {0: score(embedder_with(0.1, 0), {"STSb": sts_record(), "SICK-R": sts_record(name="sickr")})}
-    run.record_scores("MNRLSBERT", per_seed, trained={0: Done()})
+def test_evidence_round_trips_and_the_average_column_is_the_mean_of_the_sts_columns(run, fake):
+    per_seed = {0: fake.scored(0.1, 0, keys=("STSb", "SICK-R"))}
+    run.record_scores("MNRLSBERT", per_seed, trained={0: fake.done()})
     ev = load_evidence(run.out_dir, "mnrl_sbert").find("Table 1", "MNRLSBERT")
     assert set(ev.columns) == {"STSb", "SICK-R", "Average"} and ev.seeds("Average") == [0] and ev.trained("STSb")
-    full, resampled = ev.column_values("Average", {k: np.arange(N_PAIRS)[None] for k in ("STSb", "SICK-R")})
+    full, resampled = ev.column_values("Average", {k: np.arange(fake.n)[None] for k in ("STSb", "SICK-R")})
     cells = run.results().set_index(["table", "column"])["value"]
     assert full[0] == pytest.approx(cells[("Table 1", "Average")]) == pytest.approx(resampled[0, 0])
     assert cells[("Table 1", "Average")] == pytest.approx(np.mean([per_seed[0][k].values["Spearman"] for k in ("STSb", "SICK-R")]))
 
 
-def test_a_table_row_gathers_the_columns_of_several_tasks_each_with_its_own_runs(run):
+def test_a_table_row_gathers_the_columns_of_several_tasks_each_with_its_own_runs(run, fake):
     """BSC's Table 2 row "BSC" has CQA-A's columns and CQA-B's, each scored by its own models: a model that
     did not train for one task leaves the other task's claims testable."""
-    for key, active, dataset in (("STSb", True, "stsbenchmark"), ("SICK-R", False, "sickr")):
-        per_seed = {s: score(embedder_with(0.1, s), {key: sts_record(name=dataset)}) for s in range(2)}
-        run.record_scores("BSC", per_seed, columns={key: (key, "Spearman")}, tables=["Table 1"],
-                          trained={s: Done(active, f"BSC {key} seed {s}") for s in range(2)})
-        per_seed = {s: score(embedder_with(0.6, s), {key: sts_record(name=dataset)}) for s in range(2)}
-        run.record_scores("MSE", per_seed, columns={key: (key, "Spearman")}, tables=["Table 1"],
-                          trained={s: Done(True, f"MSE {key} seed {s}") for s in range(2)})
+    for key, active in (("STSb", True), ("SICK-R", False)):
+        run.record_scores("BSC", {s: fake.scored(0.1, s, keys=(key,)) for s in range(2)}, columns={key: (key, "Spearman")},
+                          tables=["Table 1"], trained={s: fake.done(active, f"BSC {key} seed {s}") for s in range(2)})
+        run.record_scores("MSE", {s: fake.scored(0.6, s, keys=(key,)) for s in range(2)}, columns={key: (key, "Spearman")},
+                          tables=["Table 1"], trained={s: fake.done(True, f"MSE {key} seed {s}") for s in range(2)})
     ev = load_evidence(run.out_dir, "mnrl_sbert").find("Table 1", "BSC")
     assert set(ev.columns) == {"STSb", "SICK-R"} and ev.seeds("STSb") == [0, 1]
     frame = run.write_claims(own=[Claim("Table 1", k, "BSC", "MSE", source="ours") for k in ("STSb", "SICK-R")])

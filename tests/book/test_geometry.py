@@ -74,25 +74,35 @@ def test_figures_draw_every_final_point_and_trajectory(tmp_path):
         anisotropy_figure(frame[frame["point"] == "trajectory"])
 
 
-def test_the_answer_is_generated_from_the_equal_budget_table(tmp_path):
+def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_path, fake):
+    """The introduction's answer counts verdicts (with their intervals), compares each method with MNRL and
+    with the untouched base, gives the cost, and names the run's limits inside the answer."""
     from sentcl.book.answer import answer
     from sentcl.book.chapter import ChapterRun, SampleDataWarning
+    from sentcl.book.claims import Claim
     from sentcl.book.pages import chapter_states
 
     with pytest.warns(SampleDataWarning):
         run = ChapterRun("geometry", profile="demo", data_dir=None, out_dir=tmp_path)
-    rows = {"MNRL": (75.0, 0.1, None, 1.0), "BSC": (75.1, 0.2, 0.6, 1.2), "RCL": (76.5, 0.1, 0.01, 3.0),
-            "IFCL": (74.0, 0.1, 0.02, 1.5)}
-    for row, (mean, std, p, cost) in rows.items():
-        run.record(row, {"Average": mean}, seeds=[0, 1, 2], std={"Average": std}, tables=["Equal budget: STS"])
-        values = {"cost × MNRL": cost} | ({"p vs MNRL": p} if p is not None else {})
-        run.record(row, values, seeds=[0, 1, 2], tables=["Equal budget: retrieval, test, cost"])
+    quality = {"base (untouched)": 0.5, "MNRL": 0.3, "BSC": 0.3, "RCL": 0.05, "IFCL": 0.8}  # noise: lower is better
+    costs = {"MNRL": 1.0, "BSC": 1.2, "RCL": 3.0, "IFCL": 1.5}
+    for row, noise in quality.items():
+        seeds = [0] if row == "base (untouched)" else [0, 1, 2]
+        runs = None if row == "base (untouched)" else {s: fake.done(True, f"{row} seed {s}", steps=60) for s in seeds}
+        run.record_scores(row, {s: fake.scored(noise, s, keys=("STSb", "SICK-R")) for s in seeds}, trained=runs,
+                          tables=["Equal budget: STS"])
+        if row in costs:
+            run.record(row, {"cost × MNRL": costs[row]}, seeds=seeds, tables=["Equal budget: retrieval, test, cost"])
+    own = [Claim("Equal budget: STS", "Average", m, against, source="ours")
+           for m in costs for against in ("base (untouched)", "MNRL") if m != against]
+    run.write_claims(own)
     text = answer(chapter_states(tmp_path, tmp_path))
-    assert "In the demo profile (a miniature)" in text and "with 3 seeds" in text
-    assert "RCL beats plain MNRL by more than the seed-to-seed noise; IFCL is worse" in text
-    assert "**BSC**: average STS Spearman 75.10 ± 0.20 vs MNRL's 75.00 ± 0.10 (+0.10 points, p = 0.600): " \
-           "not distinguishable from MNRL; it costs 1.20 × MNRL." in text
-    assert "the paper profile**: not run in this build" in text
+    assert "**In the demo profile (a miniature)**" in text
+    assert "- **RCL**: against MNRL better" in text and "it costs 3.00 × MNRL" in text
+    assert "- **IFCL**: against MNRL worse" in text
+    assert "- **BSC**: against MNRL not distinguishable" in text and "95 % interval [" in text
+    assert "- **MNRL**: against the untouched base better" in text
+    assert "*Limits of this run:*" in text and "Each model trained 60 optimizer steps" in text and "STSb 300" in text
     assert "sample data" in text  # this run read the sample data: the answer says it tests the code
 
 

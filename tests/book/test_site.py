@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from sentcl.book import pages, public, site
+from sentcl.book import environment, pages, public, site
 from sentcl.book.chapter import CHAPTERS, OWN_CHAPTERS
 from sentcl.book.records import read_run_records
 from sentcl.book.results import load_results, paper_values
@@ -67,7 +67,7 @@ def test_stage_without_any_run(mathjax, tmp_path):
     for chapter in CHAPTERS:  # every paper cell listed, none computed: all of them the paper's (cited)
         cells = len(paper_values(chapter))
         assert (cells == 0) == (chapter in OWN_CHAPTERS)
-        assert f"| [{chapter}](../{chapter}.md) | not run | {cells} | 0 | {' | '.join(['—'] * 8)} | {cells} | 0 |" in scorecard
+        assert f"| [{chapter}](../{chapter}.md) | not run | {cells} | 0 | {cells} | 0 | — | — | — |" in scorecard
     assert "A chapter of our own, not run in this build" in scorecard
     assert len(paper_values("mnrl_sbert")) == 208
     assert "No chapter has run" in (src / site.GENERATED / "timings.md").read_text()
@@ -180,7 +180,7 @@ def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_pat
     assert mnrl.ran and mnrl.miniature and not mnrl.sample and mnrl.profiles == ["demo"]
     scorecard = pages.scorecard(pages.chapter_states(ROOT, out))
     # 3 cells computed, one claim (the MNRLSBERT-above-SBERT ordering of Table 2) holding; no agreement counted
-    assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 1 | 1 | 0 | 0 | 0 | — | — | — | 205 | 0 |" in scorecard
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 205 | 0 | 1 | 1 / 0 / 0 / 0 | — |" in scorecard
     results = pages.chapter_results(mnrl)
     assert "**A miniature** (demo profile)" in results
     assert "Table 2: 1 hold, 0 contradicted, 0 undetermined, 0 not tested" in results
@@ -190,7 +190,7 @@ def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_pat
     paper = demo_output(tmp_path / "paper", profile="paper")
     (judged,) = [s for s in pages.chapter_states(ROOT, paper) if s.chapter == "mnrl_sbert"]
     assert not judged.miniature
-    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 1 | 1 | 0 | 0 | 0 | 3 | 0 | 0 | 205 | 0 |" in pages.scorecard([judged])
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 205 | 0 | 1 | 1 / 0 / 0 / 0 | 3 / 0 / 0 |" in pages.scorecard([judged])
     assert COLOURS["agrees"] in pages.chapter_results(judged) and "A miniature" not in pages.chapter_results(judged)
 
 
@@ -205,7 +205,7 @@ def test_pages_name_the_data_root_not_its_local_path(tmp_path):
         "datasets": pages.datasets(states, ROOT),
         "results": pages.chapter_results(states[0], known),
         "scorecard": pages.scorecard(states, known),
-        "environment": pages.environment_page(read_run_records(out / "records"), known),
+        "environment": environment.environment_page(read_run_records(out / "records"), known),
     }
     for name, page in built.items():
         assert "nonexistent-sentcl" not in page and str(tmp_path) not in page, name
@@ -317,7 +317,7 @@ def test_the_mnrl_sbert_chapter_regenerates_its_tables_figures_and_conclusions(s
     assert "paper [#] (cited)" in page and "SimCSE-RoBERTa" in page
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "mnrl_sbert.html").read_text())
     assert "MNRLSBERT above SBERT (Table 2, Average): paper 78.60 vs 74.89 (+3.71)" in notebook
-    assert "MNRLSBERT (fine-tuned) above the untouched encoder" in notebook and "**not tested**" in notebook
+    assert "MNRLSBERT (fine-tuned) above the untouched encoder" in notebook and "<strong>not tested</strong>" in notebook
     assert "T4 time (h, estimate)" in notebook  # the cost table, read from benchmarks/results
     assert "Traceback" not in notebook
 

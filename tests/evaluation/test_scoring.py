@@ -19,15 +19,9 @@ from sentcl.embeddings import encode
 from sentcl.errors import ConfigError, DataMissingError
 from sentcl.evaluation import scoring
 from sentcl.evaluation.classification import best_threshold_scores, evaluate_pair_classification
+from sentcl.evaluation.items import PairPredictions, PairSimilarities, QueryMetrics, items_from_arrays
 from sentcl.evaluation.retrieval import evaluate_retrieval
-from sentcl.evaluation.scoring import (
-    PairPredictions,
-    PairSimilarities,
-    QueryMetrics,
-    dev_evaluator,
-    items_from_arrays,
-    score,
-)
+from sentcl.evaluation.scoring import dev_evaluator, score
 from sentcl.evaluation.sts import evaluate_sts
 from sentcl.evaluation.tasks import TASKS, EvalTask, Metric, load_task
 from sentcl.models import tiny_model

@@ -11,7 +11,7 @@ the results file this writes, under ``<out>/evidence/<chapter>/<row key>/``:
     scored on the same items), the seeds scored, and the health record of every model each seed rests
     on (the final model, and e.g. RCL's entropy models);
 ``seed-<k>/<task key>.npz``
-    the per-item outputs of that seed's model on that task (:class:`sentcl.evaluation.scoring.Items`).
+    the per-item outputs of that seed's model on that task (:class:`sentcl.evaluation.items.Items`).
 
 A row the chapter could not run (its data are absent, the profile leaves it out) is recorded with
 :func:`record_not_run` and a reason: a claim about it then says "not tested" and why.
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DataFormatError
-from ..evaluation.scoring import Items, items_from_arrays
+from ..evaluation.items import Items, items_from_arrays
 from ..evaluation.tasks import STS_AVERAGE, task
 from ..io import atomic_path, atomic_write_json, read_json
 

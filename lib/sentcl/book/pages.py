@@ -14,9 +14,7 @@ orderings that hold (:mod:`sentcl.book.claims`).
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +24,12 @@ from ..io import read_json
 from . import claims, report
 from .chapter import CHAPTERS, OWN_CHAPTERS
 from .evidence import load_evidence
+from .markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
 from .public import DATA_ROOT_LABEL, data_root_label, public_text
 from .records import RunRecord, read_run_records
 from .results import load_results
 
 GENERATED = Path("book") / "_generated"
-WIDE_PAGE = "---\nhtml_theme.sidebar_secondary.remove: true\n---\n\n"  # front matter: no contents panel, full width
 ORDERINGS_ON = "Average column, or on each column of a table without one"  # claims.headline_columns
 CLAIMS_RULE = (
     "each tested against the noise of its training seeds and test items together (a bootstrap over both), "
@@ -163,11 +161,11 @@ def chapter_results(state: ChapterState, known: dict[str, str] | None = None) ->
         parts.append(claims_text(state))
         parts.append(health_table(state))
     for table in report.tables(compared):
-        parts.append(_raw_html(report.comparison_table(compared, table).to_html()))
+        parts.append(raw_html(report.comparison_table(compared, table).to_html()))
     for fig in state.figures:
         path = f"/{GENERATED.as_posix()}/figures/{state.chapter}/{fig['name']}"
         svg = f" ({{download}}`SVG <{path}.svg>`)" if Path(fig["svg"]).is_file() else ""
-        caption = _md(public_text(fig["caption"], known))
+        caption = md(public_text(fig["caption"], known))
         parts.append(f":::{{figure}} {path}.png\n:alt: {caption}\n:width: 100%\n\n{caption}{svg}\n:::\n")
     return "\n".join(parts)
 
@@ -187,7 +185,7 @@ def claims_text(state: ChapterState) -> str:
     if frame.empty:
         return ("**Claims**: this run wrote no claims file (`claims/<chapter>.csv`), so nothing here is a "
                 "verdict; the tables show the numbers only.\n")
-    per_table = "; ".join(f"{_md(table)}: {claims.counts_text(frame[frame['table'] == table])}"
+    per_table = "; ".join(f"{md(table)}: {claims.counts_text(frame[frame['table'] == table])}"
                           for table in dict.fromkeys(frame["table"]))
     why = (" On the sample data they test the code, not the paper." if state.sample
            else " A miniature cannot match the paper's numbers; claims are what it can test." if state.miniature else "")
@@ -213,18 +211,18 @@ def health_table(state: ChapterState) -> str:
         start, end = h.get("loss_start") or {}, h.get("loss_end") or {}
         terms = [k for k in start if k not in ("step", "loss")]
         loss = f"{_num(start.get('loss'))} → {_num(end.get('loss'))}" + "".join(
-            f"<br>{_md(t)}: {_num(start.get(t))} → {_num(end.get(t))}" for t in terms)
-        rows.append([_md(name), f"{h['trained_steps']} of {h['planned_steps']}", f"{h['peak_lr']:.2g}",
+            f"<br>{md(t)}: {_num(start.get(t))} → {_num(end.get(t))}" for t in terms)
+        rows.append([md(name), f"{h['trained_steps']} of {h['planned_steps']}", f"{h['peak_lr']:.2g}",
                      f"{h['share_at_half_peak']:.0%}", loss,
                      "—" if h.get("start_cosine") is None else f"{h['start_cosine']:.4f}",
-                     "yes" if h.get("active") else f"**no**: {_md(h.get('reason', ''))}"])
+                     "yes" if h.get("active") else f"**no**: {md(h.get('reason', ''))}"])
     inactive = sum(not h.get("active") for h in seen.values())
     head = (f"**Did it train?** {len(seen)} trained models, {inactive} inactive"
             + (" (the claims resting on them are *not tested*)" if inactive else "") + ": optimizer steps taken of "
             "those planned, the peak learning rate, the share of the planned steps at half of it or more, the "
             "training loss (and each term of the objective) in the first and the last logged window, and the "
             "mean cosine of its embeddings to its starting model's on a fixed probe of sentences.\n")
-    return head + _md_table(["model", "steps", "peak lr", "≥ ½ peak", "loss: first → last", "cosine to start", "active"], rows)
+    return head + md_table(["model", "steps", "peak lr", "≥ ½ peak", "loss: first → last", "cosine to start", "active"], rows)
 
 
 def _num(value: Any) -> str:
@@ -241,14 +239,14 @@ def _run_status(state: ChapterState, known: dict[str, str] | None = None) -> str
     if r is not None:
         lines.append(
             f"Last run: {r.started[:16].replace('T', ' ')} UTC, profile **{r.profile}**, "
-            f"{duration(r.wall_time_s)} on {_md(r.device)} (run `{r.run_id}`); see the {nb_link}."
+            f"{duration(r.wall_time_s)} on {md(r.device)} (run `{r.run_id}`); see the {nb_link}."
         )
     else:
         lines.append("Results written by a notebook run outside `sentcl reproduce` (no run record).")
     kind = "note"
     if r is not None and r.status == "failed":
         kind = "error"
-        error = _md(public_text(r.error or "", known))
+        error = md(public_text(r.error or "", known))
         lines.append(f"**This run failed**: {error}. Rows it did not reach show the paper's values only.")
     if state.sample:
         kind = "warning" if kind == "note" else kind
@@ -269,7 +267,7 @@ def _run_status(state: ChapterState, known: dict[str, str] | None = None) -> str
 
 def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -> str:
     """The scorecard: per chapter what its run can say -- agreement with the paper's numbers
-    for a paper-profile run, the paper's orderings for any run -- then every table."""
+    for a paper-profile run, the verdicts of its claims for any run -- then every table."""
     good, fair = report.THRESHOLDS
     parts = [
         WIDE_PAGE + "# Reproducibility scorecard\n",
@@ -285,29 +283,29 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
         f"orderings of two rows it computed (on the {ORDERINGS_ON}) and claims of our own, {CLAIMS_RULE}.\n",
         "## Summary\n",
     ]
-    header = ["chapter", "run", "paper cells", "computed", "claims", *claims.VERDICTS,
-              "agrees", "close", "differs", "cited", "ours only"]
+    header = ["chapter", "run", "paper cells", "computed", "cited", "ours only", "claims",
+              "hold / contradicted / undetermined / not tested", "agrees / close / differs"]
     rows = []
     for s in states:
         counts = report.summary(s.compared)
         verdicts = claims.verdict_counts(s.claims)
         judged = counts["judged"] > 0
-        agreement = [str(counts[a]) if judged else "—" for a in report.AGREEMENT]
         rows.append([
             f"[{s.chapter}](../{s.chapter}.md)", _run_label(s), str(counts["paper cells"]), str(counts["computed"]),
-            *([str(len(s.claims)), *(str(verdicts[v]) for v in claims.VERDICTS)] if s.ran else ["—"] * 5),
-            *agreement, str(counts["cited"]), str(counts["ours only"]),
+            str(counts["cited"]), str(counts["ours only"]), str(len(s.claims)) if s.ran else "—",
+            " / ".join(str(verdicts[v]) for v in claims.VERDICTS) if s.ran else "—",
+            " / ".join(str(counts[a]) for a in report.AGREEMENT) if judged else "—",
         ])
-    parts.append(_md_table(header, rows, full_width=True))
+    parts.append(md_table(header, rows, full_width=True))
     parts.append(
         "*run*: the profile of the chapter's results (*miniature*: not judged against the paper's "
         "numbers; *sample data*: the project's sample data, which tests the code); *computed*: the "
         "paper's cells this run computed; *claims* and their verdicts: from the chapter's claims file; "
-        "*agrees*, *close*, *differs*: paper-profile runs only "
+        "*agrees / close / differs*: paper-profile runs only "
         "(— for a miniature or a chapter that has not run).\n"
     )
     for s in states:
-        parts.append(f"## [{_md(s.title)}](../{s.chapter}.md)\n")
+        parts.append(f"## [{md(s.title)}](../{s.chapter}.md)\n")
         if s.compared.empty:
             parts.append("A chapter of our own, not run in this build: no results.\n" if s.chapter in OWN_CHAPTERS
                          else f"No paper values typed in yet (`data/papers/{s.chapter}.csv`) and no results.\n")
@@ -318,7 +316,7 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
         compared = _public_compared(s.compared, known)
         for table in report.tables(compared):
             table_html = report.comparison_table(compared, table, caption=f"{s.chapter}: {table}").to_html()
-            parts.append(_full_width(_raw_html(table_html)))
+            parts.append(full_width(raw_html(table_html)))
     return "\n".join(parts)
 
 
@@ -359,9 +357,9 @@ def datasets(states: list[ChapterState], root: Path | None = None) -> str:
         parts.append("No dataset is registered yet.\n")
     else:
         parts.append(
-            _md_table(
+            md_table(
                 ["dataset", "title", "chapters", "read by this build"],
-                [[f"`{n}`", _md(i.title), ", ".join(i.papers) or "—", "yes" if n in loaded else "no"] for n, i in entries.items()],
+                [[f"`{n}`", md(i.title), ", ".join(i.papers) or "—", "yes" if n in loaded else "no"] for n, i in entries.items()],
                 full_width=True,
             )
         )
@@ -377,139 +375,14 @@ def datasets(states: list[ChapterState], root: Path | None = None) -> str:
             have = [sp for sp, si in info.splits.items() if all((data_root / info.folder / f).exists() for f in si.files)]
             present.append(f"{labels[data_root]}: " + (", ".join(have) if have else "absent"))
         parts.append(
-            f"## {_md(info.title)}\n\n"
+            f"## {md(info.title)}\n\n"
             f"- Name: `{name}` ({info.kind}); chapters: {chapters}\n"
-            f"- Source: {_md(info.source)}\n"
-            f"- Licence: {_md(info.licence)}\n"
-            + (f"- Citation: {_md(info.citation)}\n" if info.citation else "")
+            f"- Source: {md(info.source)}\n"
+            f"- Licence: {md(info.licence)}\n"
+            + (f"- Citation: {md(info.citation)}\n" if info.citation else "")
             + f"- Splits: {splits}\n"
             + (f"- Splits present in this build's data roots: {'; '.join(present)}\n" if present else "")
             + f"- Read by this build: {'; '.join(loaded.get(name, [])) or 'no'}\n"
-            + (f"\n{_md(info.notes)}\n" if info.notes else "")
+            + (f"\n{md(info.notes)}\n" if info.notes else "")
         )
     return "\n".join(parts)
-
-
-def environment_page(records: list[RunRecord], known: dict[str, str] | None = None) -> str:
-    from importlib import metadata
-
-    parts = [
-        WIDE_PAGE + "# Environment\n",
-        "Generated from the run records of this build (`records/` in the output folder): the versions "
-        "and the machine each run used, and what it cost. "
-        f"Book built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC with jupyter-book "
-        f"{_version(metadata, 'jupyter-book')}.\n",
-    ]
-    if not records:
-        parts.append("No run records: nothing was run into this build's output folder.\n")
-        return "\n".join(parts)
-    packages = list(records[-1].versions)
-    parts.append("## Versions and devices\n")
-    combos: dict[tuple, list[str]] = {}
-    for r in records:
-        combos.setdefault((r.device, *(r.versions.get(p, "?") for p in packages)), []).append(r.name)
-    parts.append(
-        _md_table(["device", *packages, "runs"], [[*k, ", ".join(dict.fromkeys(v))] for k, v in combos.items()], full_width=True)
-    )
-    parts.append(precision_section(records))
-    parts.append("## Runs\n")
-    rows = [
-        [r.started[:16].replace("T", " "), r.kind, r.name, r.profile or "—", r.status, duration(r.wall_time_s),
-         "—" if r.peak_memory_mb is None else f"{r.peak_memory_mb:.0f} MiB",
-         "—" if r.peak_gpu_memory_mb is None else f"{r.peak_gpu_memory_mb:.0f} MiB", r.precision.get("used", "—"),
-         f"`{r.run_id}`"]
-        for r in records
-    ]
-    header = ["started (UTC)", "kind", "name", "profile", "status", "wall time", "peak memory", "peak GPU memory",
-              "training precision", "run id"]
-    parts.append(_md_table(header, rows, full_width=True))
-    failed = [r for r in records if r.status == "failed"]
-    for r in failed:
-        parts.append(f"- `{r.run_id}` ({r.name}) failed: {_md(public_text(r.error or '', known))}")
-    return "\n".join(parts) + "\n"
-
-
-def precision_section(records: list[RunRecord]) -> str:
-    """The environment page's "Precision" section: per chapter run, whether its CPU computes bf16
-    natively, and what its kernel encoded and trained in which precision (from the run records)."""
-    text = [
-        "## Precision\n",
-        "`auto`, every chapter's default, is fp32 on every CPU, so that the same build gives the same numbers "
-        "on any processor, and bf16 (fp16 on GPUs without bf16) on a GPU; bf16 on a CPU is opt-in. What each "
-        "run actually used, as its kernel counted it:\n",
-    ]
-    rows = []
-    for r in records:
-        if r.kind != "notebook":
-            continue
-        uses = [f"{u['what']}: {u['precision']} on {u['device']} ({u['count']:,})" for u in r.precision.get("uses", [])]
-        native = r.precision.get("cpu_native_bf16")
-        rows.append([r.chapter or r.name, r.profile or "—", _md(r.device), "—" if native is None else ("yes" if native else "no"),
-                     "<br>".join(_md(u) for u in uses) or "not recorded"])
-    if not rows:
-        return "\n".join(text) + "No chapter run recorded what it ran in which precision.\n"
-    return "\n".join(text) + _md_table(["chapter", "profile", "device", "CPU native bf16", "what ran in which precision"], rows,
-                                       full_width=True)
-
-
-def timings(records: list[RunRecord]) -> str:
-    """The introduction's table: how long each chapter took, where: the latest successful
-    notebook run per chapter, profile and device (``records`` oldest first)."""
-    latest = {(r.chapter, r.profile, r.device): r for r in records if r.kind == "notebook" and r.status == "ok"}
-    done = list(latest.values())
-    if not done:
-        return "No chapter has run into this build yet, so there are no measured times to show.\n"
-    rows = [
-        [f"[{r.chapter}]({r.chapter}.md)" if r.chapter in CHAPTERS else (r.chapter or r.name), r.profile or "—",
-         _md(r.device), duration(r.wall_time_s), "—" if r.peak_memory_mb is None else f"{r.peak_memory_mb:.0f} MiB",
-         r.started[:10]]
-        for r in done
-    ]
-    return _md_table(["chapter", "profile", "device", "wall time", "peak memory", "measured"], rows)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _raw_html(fragment: str) -> str:
-    lines = [line for line in fragment.splitlines() if line.strip()]
-    return "```{raw} html\n" + "\n".join(lines) + "\n```\n"
-
-
-def _md(text: Any) -> str:
-    """Plain text made safe inside MyST markdown (no math, no table breaks, no local paths)."""
-    text = public_text(text)
-    return html.escape(text, quote=False).replace("$", r"\$").replace("|", r"\|").replace("\n", " ").strip()
-
-
-def _md_table(header: list[str], rows: list[list[str]], full_width: bool = False) -> str:
-    """A markdown table in a box that scrolls sideways when the table is wider than the page
-    (``sentcl-wide`` in ``book/_static/sentcl.css``); ``full_width`` (only on a page without
-    the contents panel, :data:`WIDE_PAGE`) lets it use the right margin too."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    classes = "full-width sentcl-wide" if full_width else "sentcl-wide"
-    return f":::{{div}} {classes}\n\n" + "\n".join(lines) + "\n:::\n"
-
-
-def _full_width(fragment: str) -> str:
-    """A page fragment that may use the right margin (only on a :data:`WIDE_PAGE`)."""
-    return ":::{div} full-width\n\n" + fragment + "\n:::\n"
-
-
-def duration(seconds: float | None) -> str:
-    """Seconds as '42 s', '3 min 05 s' or '2 h 10 min'."""
-    if seconds is None:
-        return "—"
-    minutes, sec = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    return f"{minutes} min {sec:02d} s" if minutes else f"{seconds:.0f} s"
-
-
-def _version(metadata, name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "?"

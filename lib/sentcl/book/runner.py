@@ -52,8 +52,9 @@ from ..io import read_json, release, report_damaged
 from ..paths import project_root
 from ..precision import describe_machine
 from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
-from . import pages, site
+from . import site
 from .chapter import CHAPTERS, OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
+from .markdown import duration
 from .records import RunRecord, environment, precision_uses_file, write_run_record
 from .results import PROFILES, RUN_ID_ENV, new_run_id
 
@@ -358,7 +359,7 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
         except ValueError:
             shown = o.executed
         rows.append(
-            (o.chapter, o.status, pages.duration(o.wall_time_s), "-" if o.peak_memory_mb is None else f"{o.peak_memory_mb:.0f} MiB", str(shown))
+            (o.chapter, o.status, duration(o.wall_time_s), "-" if o.peak_memory_mb is None else f"{o.peak_memory_mb:.0f} MiB", str(shown))
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     text = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

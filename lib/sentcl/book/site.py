@@ -45,16 +45,15 @@ import yaml
 
 from ..errors import ConfigError, SentclError
 from .answer import answer
+from .environment import environment_page, timings
 from .pages import (
     GENERATED,
     announcement,
     chapter_results,
     chapter_states,
     datasets,
-    environment_page,
     notebook_placeholder,
     scorecard,
-    timings,
 )
 from .public import DATA_ROOT_LABEL, OUT_LABEL, local_paths, public_json, public_output, public_text
 from .records import read_run_records
