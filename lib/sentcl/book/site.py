@@ -21,7 +21,9 @@ that the Colab launch buttons point at the repository's notebooks:
 - ``book/_generated/``: per chapter ``<chapter>/results.md`` (run status, every paper
   table beside ours, the run's figures; the chapter page includes it), the scorecard,
   the datasets appendix, the environment page, ``timings.md`` and ``install.md`` (the
-  introduction includes them), all read from the results files, figures and run records in ``<out>``.
+  introduction includes them) and per chapter ``<chapter>/gpu_memory.md`` (the paper profile's
+  recorded peak GPU memory beside a T4's, :mod:`sentcl.book.gpu_memory`), all read from the
+  results files, figures and run records in ``<out>`` and the recorded benchmark results.
 
 :func:`build` runs ``jupyter-book build`` on those sources without executing anything
 (``execute_notebooks: off``), treating warnings -- broken cross-references included
@@ -51,7 +53,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, SentclError
-from . import install, report
+from . import gpu_memory, install, report
 from .answer import answer
 from .pages import (
     DATA_ROOT_LABEL,
@@ -129,6 +131,7 @@ def stage(root: Path, out: Path) -> Path:
                 if Path(fig[ext]).is_file():
                     shutil.copy2(fig[ext], target / f"{fig['name']}.{ext}")
         (gen / state.chapter / "results.md").write_text(chapter_results(state, known), encoding="utf-8")
+        (gen / state.chapter / "gpu_memory.md").write_text(gpu_memory.chapter_section(state.chapter), encoding="utf-8")
     measured = read_run_records(out / "records", root / MEASURED_RECORDS)
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")
     (gen / "install.md").write_text(install.install_section(tree), encoding="utf-8")
