@@ -108,6 +108,18 @@ def test_a_sentcl_reproduce_run_resolves_to_what_it_injected(chapter, profile, t
     capsys.readouterr()
 
 
+@pytest.mark.parametrize("profile", ["smoke", "demo", "paper"])
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_papermill_with_only_the_profile_gets_what_sentcl_reproduce_injects(chapter, profile, tmp_path, capsys):
+    """`papermill <nb> out.ipynb -p profile X` resolves to the parameters `sentcl reproduce --profile X`
+    runs with, but for the data root and the output folder that reproduce sets itself."""
+    plan = runner.plan_chapter(ROOT, chapter, profile, [], DataChoice(tmp_path / "data", False), tmp_path / "out")
+    defaults = parameters.notebook_parameters(plan.notebook)
+    resolved = parameters.resolve_parameters(chapter, {**defaults, "profile": profile}, given={"profile"})
+    assert resolved == {**plan.parameters, "data_dir": None, "out_dir": f"runs/{profile}"}
+    capsys.readouterr()
+
+
 def test_papermill_injected_names_are_read_from_the_kernel_history(monkeypatch):
     class Shell:
         user_ns = {"In": ["", '# Parameters. The values below are the paper\'s\nprofile = "demo"\n',

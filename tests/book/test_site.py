@@ -303,8 +303,12 @@ def test_no_page_cell_or_button_of_the_built_book_points_at_the_placeholder(smok
     offered = sorted((html_root / "_sources" / "notebooks").glob("*.ipynb"))
     assert offered
     for path in offered:
-        cell = install.install_cell_of(nbformat.read(path, as_version=4), path)
+        nb = nbformat.read(path, as_version=4)
+        cell = install.install_cell_of(nb, path)
         assert install.cell_source(cell.source) == install.wheel_name(ROOT), path.name
+        assert "hide-input" in cell.metadata["tags"]  # collapsed on the page: the story comes first
+        [resolve] = [c for c in nb.cells if "resolve_parameters(" in c.source]
+        assert "hide-output" in resolve.metadata["tags"] and "profile smoke" in resolve.outputs[0]["text"]
 
 
 def test_the_mnrl_sbert_chapter_regenerates_its_tables_figures_and_conclusions(smoke_book):

@@ -42,7 +42,6 @@ from ..errors import ConfigError, SentclError
 
 PLACEHOLDER = "https://github.com/OWNER/sentcl"
 """The repository address of a checkout that has not been published yet."""
-SOURCE_ENV = "SENTCL_SOURCE"
 EXTRAS = "offline"
 """The extras the notebooks need beyond sentcl's dependencies: the demo's encoder, bundled."""
 WHEEL_FOLDER = "_static"
