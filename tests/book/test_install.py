@@ -80,7 +80,7 @@ def test_set_repository_rewrites_everything_that_derives_from_it(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "urls, expected",
+    ("urls", "expected"),
     [
         ('[project.urls]\nRepository = "https://github.com/OWNER/sentcl"', None),
         ('[project.urls]\nRepository = "https://github.com/OWNER/sentcl-fork/"', None),
@@ -94,7 +94,7 @@ def test_the_placeholder_is_no_address(tmp_path, urls, expected):
 
 
 @pytest.mark.parametrize(
-    "urls, expected",
+    ("urls", "expected"),
     [
         ('Repository = "https://github.com/OWNER/sentcl"', "sentcl-{version}-py3-none-any.whl"),
         ('Repository = "https://github.com/someone/sentcl"', "git+https://github.com/someone/sentcl"),

@@ -80,7 +80,7 @@ def test_a_notebook_opened_as_is_runs_the_demo(defaults):
 
 
 @pytest.mark.parametrize(
-    "namespace, given, message",
+    ("namespace", "given", "message"),
     [
         ({"profile": "fast"}, set(), "parameter profile is 'fast'; expected one of smoke, demo, paper"),
         ({"sede": 3}, {"sede"}, "mnrl_sbert notebook (papermill -p): unknown parameter 'sede'; did you mean 'seed'?"),
@@ -122,14 +122,16 @@ def test_papermill_with_only_the_profile_gets_what_sentcl_reproduce_injects(chap
 
 def test_papermill_injected_names_are_read_from_the_kernel_history(monkeypatch):
     class Shell:
-        user_ns = {"In": ["", '# Parameters. The values below are the paper\'s\nprofile = "demo"\n',
-                          '# Parameters\nprofile = "smoke"\nseed = 3\n', "x = 1"]}
+        def __init__(self, history: list[str]):
+            self.user_ns = {"In": history}
 
     import IPython
 
-    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    history = ["", '# Parameters. The values below are the paper\'s\nprofile = "demo"\n',
+               '# Parameters\nprofile = "smoke"\nseed = 3\n', "x = 1"]
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell(history))
     assert parameters.papermill_injected_names() == {"profile", "seed"}
-    Shell.user_ns = {"In": ["", 'profile = "demo"\n']}
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell(["", 'profile = "demo"\n']))
     assert parameters.papermill_injected_names() == set()
     monkeypatch.setattr(IPython, "get_ipython", lambda: None)
     assert parameters.papermill_injected_names() == set()

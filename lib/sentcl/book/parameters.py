@@ -66,7 +66,7 @@ def notebook_parameters(path: Path) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for node in tree.body:
         target, value = _assignment(node)
-        if target is None:
+        if target is None or value is None:
             raise ConfigError(f"{path}: parameters cell line {node.lineno}: expected NAME = literal, found {ast.unparse(node)!r}")
         try:
             params[target] = ast.literal_eval(value)
