@@ -7,6 +7,7 @@
   each chapter's tests read its output.
 - ``shared_data``: the real data root ``../shared/data`` (or ``$SENTCL_TEST_DATA``);
   tests that need it are skipped, with the reason shown, when it is absent.
+- ``sentcl_wheel``: sentcl's wheel, built once per session from the checkout.
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def project_root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def sentcl_wheel(tmp_path_factory) -> Path:
+    """sentcl's wheel built from the checkout (what the book puts beside its pages)."""
+    from sentcl.book import install
+
+    return install.build_wheel(ROOT, tmp_path_factory.mktemp("wheel"))
 
 
 # --------------------------------------------------------------------------- the smoke book

@@ -30,28 +30,12 @@ def test_data_folder_is_reachable_as_resource():
     assert resource().resolve() == (ROOT / "data").resolve()
 
 
-def test_wheel_ships_the_library_and_its_data(tmp_path):
-    """A non-editable install (Colab: pip install from git) gets every module and data file."""
-    import shutil
-    import subprocess
-    import sys
+def test_wheel_ships_the_library_its_data_notebooks_and_benchmark_records(sentcl_wheel):
+    """A non-editable install (Colab: pip install from git or from the book's wheel) gets every
+    module, data file, chapter notebook with its profiles file and recorded benchmark result."""
     import zipfile
 
-    uv = Path(sys.executable).with_name("uv")
-    if not uv.exists():
-        uv = shutil.which("uv")
-    assert uv, "uv is installed in the project's environment by the Makefile"
-    # build from a copy: setuptools writes build/ and *.egg-info next to the sources
-    source = tmp_path / "src"
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    source.mkdir()
-    for part in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / part, source / part)
-    for part in ("lib", "data"):
-        shutil.copytree(ROOT / part, source / part, ignore=ignore)
-    subprocess.run([str(uv), "build", "--wheel", "-o", str(tmp_path), str(source)], check=True, capture_output=True)
-    [wheel] = tmp_path.glob("sentcl-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+    names = set(zipfile.ZipFile(sentcl_wheel).namelist())
     lib = ROOT / "lib"
     modules = {str(p.relative_to(lib)) for p in (lib / "sentcl").rglob("*.py") if "__pycache__" not in p.parts}
     assert modules - names == set()
@@ -61,3 +45,15 @@ def test_wheel_ships_the_library_and_its_data(tmp_path):
         assert expected and expected <= names, folder
     samples = [p for p in (ROOT / "data" / "samples").rglob("*") if p.is_file()]
     assert {f"sentcl/_data/{p.relative_to(ROOT / 'data')}" for p in samples} <= names
+    notebooks = {f"sentcl/_notebooks/{p.name}" for p in (ROOT / "notebooks").glob("*") if p.suffix in (".ipynb", ".yaml")}
+    assert notebooks and notebooks <= names
+    records = {f"sentcl/_benchmarks/{p.name}" for p in (ROOT / "benchmarks" / "results").glob("*.json")}
+    assert records and records <= names
+    assert not [n for n in names if n.startswith("sentcl/_benchmarks/") and n.endswith(".py") and "__init__" not in n]
+
+
+def test_notebooks_and_benchmark_records_are_reachable_as_resources():
+    from sentcl.paths import benchmark_result, notebook_file
+
+    assert notebook_file("bsc.ipynb").resolve() == (ROOT / "notebooks" / "bsc.ipynb").resolve()
+    assert benchmark_result("ifcl_gpu_h100.json").resolve() == (ROOT / "benchmarks" / "results" / "ifcl_gpu_h100.json").resolve()

@@ -10,7 +10,7 @@ import io
 import os
 
 import pytest
-from tqdm.auto import tqdm as auto_tqdm
+from tqdm import tqdm
 
 from sentcl import progress
 
@@ -25,11 +25,43 @@ def terminal(monkeypatch):
     return stream
 
 
-def test_without_the_runner_it_is_tqdm_auto(monkeypatch):
+def test_without_the_runner_it_is_a_text_bar_never_a_widget(monkeypatch):
     monkeypatch.delenv(progress.PROGRESS_ENV, raising=False)
-    assert not progress.to_terminal()
+    assert not progress.to_terminal() and not progress.in_kernel()
     bar = progress.progress_bar(range(3), disable=True)
-    assert type(bar) is auto_tqdm and list(bar) == [0, 1, 2]
+    assert type(bar) is tqdm and list(bar) == [0, 1, 2]
+    monkeypatch.setattr(progress, "in_kernel", lambda: True)  # papermill's, Colab's or Jupyter's kernel
+    stream = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stream)
+    bar = progress.progress_bar(range(4), desc="MNRLSBERT", unit="step")
+    assert type(bar) is tqdm and bar.mininterval == progress.KERNEL_INTERVAL_S
+    assert list(bar) == [0, 1, 2, 3]
+    bar.close()
+    assert "MNRLSBERT" in stream.getvalue() and "4/4" in stream.getvalue()  # on the kernel's stderr: the cell, papermill's log
+
+
+def test_under_papermill_a_cells_progress_reaches_its_log_output(tmp_path):
+    """`papermill --log-output` logs what the kernel writes to its streams: a training bar drawn
+    by a cell shows there (and in the saved cell), without sentcl reproduce."""
+    import json
+    import subprocess
+    import sys
+
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "from sentcl.progress import progress_bar\n"
+        "for _ in progress_bar(range(7), desc='inner work', unit='step'):\n    pass")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    env = {k: v for k, v in os.environ.items() if k not in (progress.PROGRESS_ENV, progress.LABEL_ENV)}
+    proc = subprocess.run([sys.executable, "-m", "papermill", str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
+                           "--log-output"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "inner work" in proc.stderr and "7/7" in proc.stderr
+    saved = json.dumps(nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs)
+    assert "7/7" in saved
 
 
 def test_under_the_runner_it_draws_on_the_terminal_with_the_chapter(terminal, monkeypatch, capsys):

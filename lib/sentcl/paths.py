@@ -27,11 +27,12 @@ def data_root(data_dir: str | os.PathLike | None = None, required: bool = True) 
     chosen = data_dir if data_dir not in (None, "") else os.environ.get(DATA_ENV) or None
     if chosen is None:
         if required:
-            raise ConfigError(f"no data root: pass --data-dir DIR or set ${DATA_ENV}")
+            raise ConfigError(f"no data root: set the notebook parameter data_dir, pass --data-dir DIR, or set ${DATA_ENV}")
         return None
     path = Path(chosen).expanduser().resolve()
     if not path.is_dir():
-        raise ConfigError(f"data root {path} is not a directory (from {'--data-dir' if data_dir else '$' + DATA_ENV})")
+        given = "data_dir / --data-dir" if data_dir not in (None, "") else "$" + DATA_ENV
+        raise ConfigError(f"data root {path} is not a directory (from {given})")
     return path
 
 
@@ -49,9 +50,23 @@ def resource(*parts: str) -> Path:
     Works from a checkout (editable install) and from an installed wheel, where ``data/``
     ships as the package ``sentcl._data``.
     """
-    base = resources.files("sentcl._data")
-    path = Path(str(base.joinpath(*parts)))
-    return path
+    return _shipped("sentcl._data", parts)
+
+
+def notebook_file(name: str) -> Path:
+    """A file of the project's ``notebooks/`` folder (a chapter notebook, its profiles file): the
+    folder itself in a checkout, the package ``sentcl._notebooks`` in an installed wheel."""
+    return _shipped("sentcl._notebooks", (name,))
+
+
+def benchmark_result(name: str) -> Path:
+    """A recorded benchmark result, ``benchmarks/results/<name>``: the folder itself in a checkout,
+    the package ``sentcl._benchmarks`` in an installed wheel (the path may not exist: not recorded)."""
+    return _shipped("sentcl._benchmarks", (name,))
+
+
+def _shipped(package: str, parts: tuple[str, ...]) -> Path:
+    return Path(str(resources.files(package).joinpath(*parts)))
 
 
 def project_root(start: str | os.PathLike | None = None) -> Path | None:

@@ -1,12 +1,19 @@
-"""Progress bars that reach the terminal of ``sentcl reproduce``, not the notebook.
+"""Progress bars that reach whoever runs the notebook: the terminal of ``sentcl reproduce``, the log
+of ``papermill --log-output``, the cell on Colab or Jupyter.
 
-A chapter notebook run by ``sentcl reproduce`` (papermill) runs in a Jupyter kernel, whose
-``sys.stderr`` is captured into the notebook: a training bar there would show nothing in the
-terminal ("13/22 cells" for minutes) and clutter the saved notebook. :func:`progress_bar` is
-``tqdm`` with one difference: when ``$SENTCL_PROGRESS`` is ``terminal`` (the runner sets it for
-the kernels it starts), the bar is drawn on the terminal the kernel was started from, and the
-notebook's outputs get nothing. Anywhere else (Jupyter by hand, Colab, a script, the tests) it
-is ``tqdm.auto.tqdm``, unchanged.
+:func:`progress_bar` is ``tqdm`` with two differences:
+
+- when ``$SENTCL_PROGRESS`` is ``terminal`` (``sentcl reproduce`` sets it for the kernels it
+  starts), the bar is drawn on the terminal the kernel was started from, and the notebook's
+  outputs get nothing: a chapter notebook's kernel captures ``sys.stderr`` into the notebook,
+  where a training bar would show nothing in the terminal ("13/22 cells" for minutes) and clutter
+  the saved notebook;
+- in any other Jupyter kernel (papermill, Colab, Jupyter) it is a text bar on the kernel's
+  ``sys.stderr``, never a widget: text reaches papermill's ``--log-output`` (which logs the
+  kernel's streams; a widget sends none) and shows in a Colab or Jupyter cell alike, redrawn at
+  most every :data:`KERNEL_INTERVAL_S` seconds so that a long run leaves a readable log.
+
+Outside a kernel (a script, the tests) it is plain ``tqdm``.
 
 The terminal: an ipykernel forwards its file descriptor 2 into the notebook (a pipe it
 watches) and keeps a copy of the original one, which ``sys.stderr.fileno()`` returns; outside
@@ -27,6 +34,9 @@ LABEL_ENV = "SENTCL_PROGRESS_LABEL"
 TERMINAL = "terminal"
 LOG_INTERVAL_S = 10.0
 """Seconds between redraws when the terminal is not a TTY (a log file): fewer lines in the log."""
+KERNEL_INTERVAL_S = 1.0
+"""Seconds between redraws in a Jupyter kernel: live in a cell, at most a line a second per bar in
+papermill's log and in the saved notebook."""
 
 _STREAM: TextIO | None = None
 
@@ -52,17 +62,18 @@ def terminal_stream() -> TextIO:
 
 def progress_bar(iterable: Any = None, **tqdm_kwargs: Any):
     """A tqdm progress bar (same arguments): on the terminal of ``sentcl reproduce`` when it runs
-    this process's notebook (``$SENTCL_PROGRESS=terminal``), else ``tqdm.auto.tqdm`` as usual.
+    this process's notebook (``$SENTCL_PROGRESS=terminal``), else a text bar on ``sys.stderr``.
 
     On the terminal, the description starts with ``$SENTCL_PROGRESS_LABEL`` when set, and a
-    terminal that is not a TTY (a log file) is redrawn every :data:`LOG_INTERVAL_S` seconds.
+    terminal that is not a TTY (a log file) is redrawn every :data:`LOG_INTERVAL_S` seconds. In
+    a Jupyter kernel the text bar is redrawn every :data:`KERNEL_INTERVAL_S` seconds.
     """
-    if not to_terminal():
-        from tqdm.auto import tqdm
-
-        return tqdm(iterable, **tqdm_kwargs)
     from tqdm import tqdm
 
+    if not to_terminal():
+        if in_kernel():
+            tqdm_kwargs.setdefault("mininterval", KERNEL_INTERVAL_S)
+        return tqdm(iterable, **tqdm_kwargs)
     stream = terminal_stream()
     tqdm_kwargs.setdefault("file", stream)
     label = os.environ.get(LABEL_ENV, "").strip()
@@ -76,6 +87,13 @@ def progress_bar(iterable: Any = None, **tqdm_kwargs: Any):
     return tqdm(iterable, **tqdm_kwargs)
 
 
+def in_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (papermill's, Colab's, Jupyter's): an IPython shell with a kernel."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -83,4 +101,4 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-__all__ = ["LABEL_ENV", "PROGRESS_ENV", "TERMINAL", "progress_bar", "terminal_stream", "to_terminal"]
+__all__ = ["LABEL_ENV", "PROGRESS_ENV", "TERMINAL", "in_kernel", "progress_bar", "terminal_stream", "to_terminal"]

@@ -240,11 +240,15 @@ def test_resolve_data_by_profile(tmp_path, monkeypatch):
     assert C.resolve_data("demo", tmp_path) == C.DataChoice(tmp_path.resolve(), False)
     given_samples = C.resolve_data("demo", samples_root())  # what the runner passes after falling back
     assert given_samples.sample and "is the project's sample data" in given_samples.warning
+    # the sample data stands in for the demo's real data, not for the smoke profile's own
+    assert fallback.samples_stand_in and given_samples.samples_stand_in
+    assert not C.resolve_data("smoke").samples_stand_in and not C.resolve_data("demo", tmp_path).samples_stand_in
     monkeypatch.setenv("SENTCL_DATA", str(tmp_path))
     assert C.resolve_data("paper").root == tmp_path.resolve()
     monkeypatch.delenv("SENTCL_DATA")
-    with pytest.raises(ConfigError, match="paper profile needs the real data"):
+    with pytest.raises(ConfigError, match="paper profile needs the real data") as raised:
         C.resolve_data("paper")
+    assert "notebook parameter data_dir" in str(raised.value) and "--data-dir" in str(raised.value)  # both ways to give it
     with pytest.raises(ConfigError, match="unknown profile"):
         C.resolve_data("fast")
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from sentcl.book import environment, pages, public, site
+from sentcl.book import environment, install, pages, public, site
 from sentcl.book.chapter import CHAPTERS, OWN_CHAPTERS
 from sentcl.book.records import read_run_records
 from sentcl.book.results import load_results, paper_values
@@ -50,7 +50,7 @@ def test_config_reads_offline_and_never_executes():
     css = (ROOT / "book" / "_static" / "sentcl.css").read_text()
     assert not re.search(r"url\(|@import", css)  # nothing fetched from elsewhere
     assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
-    assert config["repository"]["url"].startswith("https://github.com/")
+    assert "url" not in config["repository"]  # written in at build time from pyproject's [project.urls] Repository
 
 
 def test_stage_without_any_run(mathjax, tmp_path):
@@ -289,9 +289,34 @@ def test_smoke_profile_end_to_end(smoke_book):
         assert "executed notebook" in page
     environment = (html_root / "book" / "_generated" / "environment.html").read_text()
     assert all(r.run_id in environment for r in records.values())
-    for chapter in run:  # the executed notebook, with its Colab launch button
+    # the repository's address is the placeholder: no Colab button, said on the terminal; the wheel beside the pages
+    assert re.search(r"^sentcl: WARNING: .*Repository is the placeholder", output, re.M)
+    for chapter in run:
         page = (html_root / "notebooks" / f"{chapter}.html").read_text()
-        assert f"https://colab.research.google.com/github/OWNER/sentcl/blob/main/notebooks/{chapter}.ipynb" in page
+        assert "colab.research.google.com" not in page
+    wheel = html_root / "_static" / install.wheel_name(ROOT)
+    assert wheel.is_file() and f'href="../_static/{wheel.name}"' in (html_root / "book" / "intro.html").read_text()
+
+
+def test_no_page_cell_or_button_of_the_built_book_points_at_the_placeholder(smoke_book):
+    """The pages, the notebooks offered for download and their install cells: no OWNER address; the
+    offered notebooks install from the wheel beside the pages (there is no repository)."""
+    import nbformat
+
+    _project, out, status, output = smoke_book
+    assert status == 0, output
+    html_root = out / "_build" / "html"
+    files = [p for p in html_root.rglob("*") if p.is_file() and p.suffix in (".html", ".ipynb", ".md", ".txt", ".js")]
+    assert files and not [str(p.relative_to(html_root)) for p in files if "github.com/OWNER" in p.read_text(errors="replace")]
+    offered = sorted((html_root / "_sources" / "notebooks").glob("*.ipynb"))
+    assert offered
+    for path in offered:
+        nb = nbformat.read(path, as_version=4)
+        cell = install.install_cell_of(nb, path)
+        assert install.cell_source(cell.source) == install.wheel_name(ROOT), path.name
+        assert "hide-input" in cell.metadata["tags"]  # collapsed on the page: the story comes first
+        [resolve] = [c for c in nb.cells if "resolve_parameters(" in c.source]
+        assert "hide-output" in resolve.metadata["tags"] and "profile smoke" in resolve.outputs[0]["text"]
 
 
 def test_the_mnrl_sbert_chapter_regenerates_its_tables_figures_and_conclusions(smoke_book):

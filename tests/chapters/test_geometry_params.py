@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.book import runner
+from sentcl.book import parameters
 from sentcl.book.chapter import PROFILES
 from sentcl.evaluation.tasks import STS_AVERAGE, task
 from sentcl.models import MINILM
@@ -55,7 +55,7 @@ MAY_DIFFER = {
 
 @pytest.fixture(scope="module")
 def profiles() -> dict[str, dict]:
-    return runner.chapter_profiles(NOTEBOOK)
+    return parameters.chapter_profiles(NOTEBOOK)
 
 
 def test_every_profile_is_there(profiles):

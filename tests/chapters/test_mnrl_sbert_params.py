@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.book import runner
+from sentcl.book import parameters
 from sentcl.book.chapter import PROFILES
 from sentcl.book.results import paper_values
 from sentcl.data import load, samples_root
@@ -76,7 +76,7 @@ MAY_DIFFER = {
 
 @pytest.fixture(scope="module")
 def profiles() -> dict[str, dict]:
-    return runner.chapter_profiles(NOTEBOOK)
+    return parameters.chapter_profiles(NOTEBOOK)
 
 
 def test_every_profile_is_there_and_runs_without_overrides(profiles):

@@ -87,7 +87,14 @@ class DataChoice:
 
     root: Path
     sample: bool
-    warning: str | None = None
+    warning: str | None = None  # set exactly when the sample data stands in for the real data a profile names
+
+    @property
+    def samples_stand_in(self) -> bool:
+        """Whether the sample data stands in for the real data the profile names (a demo without a data
+        root, or a data root that is the sample data): the counts and sizes the profile expects do not
+        hold. The smoke profile's own data is the sample data: False there."""
+        return self.sample and self.warning is not None
 
     def describe(self) -> str:
         """The run's words for its data (no machine path: it goes into results files and onto pages)."""
@@ -110,11 +117,15 @@ def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> Dat
     root = data_root(data_dir, required=False)
     if root is None:
         if profile == "paper":
-            raise ConfigError("the paper profile needs the real data: pass --data-dir DIR or set $SENTCL_DATA")
+            raise ConfigError(
+                "the paper profile needs the real data: set the notebook parameter data_dir "
+                "(papermill -p data_dir DIR), pass --data-dir DIR to sentcl reproduce, or set $SENTCL_DATA"
+            )
         return DataChoice(
             samples_root(),
             True,
-            "no data root (--data-dir or $SENTCL_DATA): the demo profile falls back to the project's "
+            "no data root (the notebook parameter data_dir, sentcl reproduce --data-dir, or $SENTCL_DATA): "
+            "the demo profile falls back to the project's "
             "sample data in data/samples, so its numbers say nothing about the papers",
         )
     if (root / SAMPLE_MARKER).exists() or root == samples_root().resolve():

@@ -3,17 +3,16 @@
 Each chapter is ``notebooks/<chapter>.ipynb``; its first cell is tagged ``parameters``
 and holds only ``NAME = literal`` lines, among them ``profile``, ``data_dir`` and
 ``out_dir`` (set by this command from ``--profile``, ``--data-dir`` and ``--out``).
-``notebooks/<chapter>.profiles.yaml`` gives the values of each profile::
-
-    smoke: {model: tiny-random, max_steps: 4}
-    demo: {}
-    paper: {model: bert-base-uncased, batch_size: 12}
+``notebooks/<chapter>.profiles.yaml`` gives the values of each profile
+(:mod:`sentcl.book.parameters`). This command injects every value of the profile, the ``-p``
+overrides and its own three, so the notebook's own profile resolution (the cell after its
+install cell) finds them all given and changes nothing.
 
 The notebook also needs a ``# Title`` markdown cell (after the parameters cell): the book
 uses it as the page title, and a page without one fails the build. The cell after the
-title installs sentcl when the notebook runs on Colab (from the repository named in
-``_config.yml``; torch is left as Colab has it); ``tests/test_notebooks.py`` checks this
-layout for every chapter.
+title installs sentcl where it is missing (Colab; :mod:`sentcl.book.install`), the one after
+it resolves the profile; ``tests/chapters/test_notebooks.py`` checks this layout for every
+chapter.
 
 A name the parameters cell does not define (in a profile file or ``-p NAME VALUE``) is
 an error naming the valid ones, and values are checked against the type of the cell's
@@ -35,8 +34,6 @@ the project root).
 from __future__ import annotations
 
 import argparse
-import ast
-import difflib
 import os
 import sys
 import time
@@ -44,8 +41,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..errors import ConfigError, SentclError
 from ..io import read_json, release, report_damaged
@@ -55,146 +50,10 @@ from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
 from . import site
 from .chapter import CHAPTERS, OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
 from .markdown import duration
+from .parameters import INJECTED, notebook_parameters, parse_value, read_profiles, unknown_parameter
 from .records import RunRecord, environment, precision_uses_file, write_run_record
 from .results import PROFILES, RUN_ID_ENV, new_run_id
 
-PARAMETERS_TAG = "parameters"
-INJECTED = {"profile": "--profile", "data_dir": "--data-dir", "out_dir": "--out"}
-
-
-# --------------------------------------------------------------------------- parameters
-
-
-def notebook_parameters(path: Path) -> dict[str, Any]:
-    """The parameters cell of a notebook: name -> default value, in cell order.
-
-    The first cell must be a code cell tagged ``parameters`` holding only assignments of
-    literals (numbers, strings, booleans, None, lists, tuples, dicts).
-    """
-    import nbformat
-
-    nb = nbformat.read(path, as_version=4)
-    if not nb.cells or PARAMETERS_TAG not in nb.cells[0].get("metadata", {}).get("tags", []):
-        raise ConfigError(f"{path}: the first cell must be the code cell tagged {PARAMETERS_TAG!r}")
-    cell = nb.cells[0]
-    if cell.cell_type != "code":
-        raise ConfigError(f"{path}: the {PARAMETERS_TAG!r} cell must be a code cell")
-    try:
-        tree = ast.parse(cell.source)
-    except SyntaxError as exc:
-        raise ConfigError(f"{path}: parameters cell line {exc.lineno}: {exc.msg}") from None
-    params: dict[str, Any] = {}
-    for node in tree.body:
-        assignment = _assignment(node)
-        if assignment is None:
-            raise ConfigError(f"{path}: parameters cell line {node.lineno}: expected NAME = literal, found {ast.unparse(node)!r}")
-        target, value = assignment
-        try:
-            params[target] = ast.literal_eval(value)
-        except ValueError:
-            raise ConfigError(
-                f"{path}: parameters cell line {node.lineno}: {target} must be a literal, found {ast.unparse(value)!r}"
-            ) from None
-    missing = [name for name in INJECTED if name not in params]
-    if missing:
-        raise ConfigError(f"{path}: the parameters cell must define {', '.join(missing)} (set by sentcl reproduce)")
-    return params
-
-
-def _assignment(node: ast.stmt) -> tuple[str, ast.expr] | None:
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-        return node.targets[0].id, node.value
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-        return node.target.id, node.value
-    return None
-
-
-def check_value(name: str, value: Any, default: Any, where: str) -> Any:
-    """``value`` if it has the type of ``default`` (ints are accepted for floats and
-    become floats; a tuple default takes a list, injected as a list because papermill
-    writes lists, not tuples; a None default accepts anything), else a ConfigError."""
-    if default is None:
-        return value
-    expected = type(default)
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if expected is tuple and isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, expected) and not (expected is int and isinstance(value, bool)):
-        return value
-    raise ConfigError(
-        f"{where}: parameter {name} must be {expected.__name__} like its default {default!r}, got {value!r}"
-    )
-
-
-def parse_value(name: str, text: str, default: Any, where: str = "-p") -> Any:
-    """Convert a ``-p NAME VALUE`` string to the type of the parameter's default."""
-    if isinstance(default, bool):
-        low = text.strip().lower()
-        if low in ("true", "yes", "1", "on"):
-            return True
-        if low in ("false", "no", "0", "off"):
-            return False
-        raise ConfigError(f"{where}: parameter {name} is a bool; give true or false, not {text!r}")
-    if isinstance(default, str):
-        return text
-    if isinstance(default, (int, float)):
-        try:
-            return type(default)(text)
-        except ValueError:
-            raise ConfigError(f"{where}: parameter {name} must be {type(default).__name__}, got {text!r}") from None
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise ConfigError(f"{where}: parameter {name}: cannot read {text!r} as a value") from None
-    return check_value(name, value, default, where)
-
-
-def _unknown(name: str, valid: dict[str, Any], where: str) -> ConfigError:
-    close = difflib.get_close_matches(name, list(valid), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ConfigError(f"{where}: unknown parameter {name!r}{hint} valid: {', '.join(valid)}")
-
-
-def read_profiles(path: Path, defaults: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """A chapter's profile file: profile -> {parameter: value}, checked against the
-    notebook's parameters (names and types). All three profiles must be present."""
-    if not path.is_file():
-        raise ConfigError(f"{path} not found: each chapter lists its smoke, demo and paper parameters there")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping profile -> parameters")
-    unknown = [p for p in raw if p not in PROFILES]
-    missing = [p for p in PROFILES if p not in raw]
-    if unknown or missing:
-        raise ConfigError(f"{path}: profiles must be exactly {', '.join(PROFILES)} (unknown: {unknown}, missing: {missing})")
-    profiles = {}
-    for profile, values in raw.items():
-        values = values or {}
-        if not isinstance(values, dict):
-            raise ConfigError(f"{path}: profile {profile} must map parameter names to values")
-        checked = {}
-        for name, value in values.items():
-            where = f"{path} ({profile})"
-            if name in INJECTED:
-                raise ConfigError(f"{where}: {name} is set by sentcl reproduce ({INJECTED[name]}), not by a profile")
-            if name not in defaults:
-                raise _unknown(name, defaults, where)
-            checked[name] = check_value(name, value, defaults[name], where)
-        profiles[profile] = checked
-    return profiles
-
-
-
-def chapter_profiles(notebook: Path) -> dict[str, dict[str, Any]]:
-    """Every parameter of ``notebook`` per profile: its defaults with the profile's values over them
-    (what a run of that profile sees, the runner's own three aside)."""
-    defaults = notebook_parameters(notebook)
-    by_profile = read_profiles(notebook.with_suffix(".profiles.yaml"), defaults)
-    return {profile: {**defaults, **values} for profile, values in by_profile.items()}
 
 @dataclass
 class Plan:
@@ -221,7 +80,7 @@ def plan_chapter(
         if name in INJECTED:
             raise ConfigError(f"{where}: {name} is set with {INJECTED[name]}")
         if name not in defaults:
-            raise _unknown(name, defaults, where)
+            raise unknown_parameter(name, defaults, where)
         injected[name] = parse_value(name, text, defaults[name], where)
     injected.update(profile=profile, data_dir=str(data.root), out_dir=str(out))
     return Plan(chapter, notebook, out / "notebooks" / f"{chapter}.ipynb", injected, {**defaults, **injected})

@@ -6,17 +6,24 @@ sources in ``<out>/book_source/`` (never in the checkout, so a test or a smoke r
 cannot overwrite the pages of the user's demo book), mirroring the repository layout so
 that the Colab launch buttons point at the repository's notebooks:
 
-- ``_config.yml`` (an announcement bar is added when a chapter ran on sample data),
+- ``_config.yml`` (an announcement bar is added when a chapter ran on sample data; the Colab
+  buttons' repository is ``[project.urls] Repository`` of ``pyproject.toml``, and while that is
+  the placeholder the buttons are left out and a warning says so: :mod:`sentcl.book.install`),
   ``_toc.yml`` and ``book/`` copied from the checkout; ``book/_vendor`` (MathJax) linked;
+- ``book/_static/sentcl-<version>-py3-none-any.whl``: sentcl's wheel, built from the checkout,
+  which Sphinx copies into the HTML's ``_static/``: a reader installs it with no repository;
 - ``notebooks/<chapter>.ipynb``: the executed notebook, or a placeholder page saying why
   there is none. The staged copy reads as a page (:func:`stage_notebook`): its title cell
   comes first, then the parameters cell, collapsed (``hide-input``), then papermill's
   injected parameters as a collapsed note; local paths in its outputs and metadata are
-  replaced (the notebook in ``notebooks/`` keeps its layout for Colab: parameters first);
+  replaced, and its install cell installs from :func:`sentcl.book.install.book_source` (the
+  notebook in ``notebooks/`` keeps its layout for Colab: parameters first);
 - ``book/_generated/``: per chapter ``<chapter>/results.md`` (run status, every paper
   table beside ours, the run's figures; the chapter page includes it), the scorecard,
-  the datasets appendix, the environment page and ``timings.md`` (the introduction
-  includes it), all read from the results files, figures and run records in ``<out>``.
+  the datasets appendix, the environment page, ``timings.md`` and ``install.md`` (the
+  introduction includes them) and per chapter ``<chapter>/gpu_memory.md`` (the paper profile's
+  recorded peak GPU memory beside a T4's, :mod:`sentcl.book.gpu_memory`), all read from the
+  results files, figures and run records in ``<out>`` and the recorded benchmark results.
 
 :func:`build` runs ``jupyter-book build`` on those sources without executing anything
 (``execute_notebooks: off``), treating warnings -- broken cross-references included
@@ -44,6 +51,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError, SentclError
+from . import gpu_memory, install
 from .answer import answer
 from .environment import environment_page, timings
 from .pages import (
@@ -78,22 +86,32 @@ def stage(root: Path, out: Path) -> Path:
     src.mkdir(parents=True)
     states = chapter_states(root, out)
 
+    tree = install.source_tree(root)
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     banner = announcement(states)
     if banner:
         config.setdefault("html", {})["announcement"] = banner
+    repository = install.repository_url(tree)
+    if repository:
+        config.setdefault("repository", {})["url"] = repository
+    else:  # no buttons that would open a repository that does not exist
+        print(f"sentcl: WARNING: {install.placeholder_warning(tree)}", file=sys.stderr)
+        config.pop("repository", None)
+        config.pop("launch_buttons", None)
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     shutil.copy2(root / "_toc.yml", src / "_toc.yml")
     shutil.copytree(
         root / "book", src / "book", ignore=shutil.ignore_patterns("_vendor", "_generated", ".ipynb_checkpoints")
     )
     (src / "book" / "_vendor").symlink_to((root / "book" / "_vendor").resolve(), target_is_directory=True)
+    install.build_wheel(tree, src / "book" / install.WHEEL_FOLDER)
 
     known = local_paths(root, out, [r for s in states for r in s.data_roots()])
     (src / "notebooks").mkdir()
+    source = install.book_source(tree)
     for state in states:
         if state.executed:
-            stage_notebook(state.executed, src / "notebooks" / f"{state.chapter}.ipynb", known)
+            stage_notebook(state.executed, src / "notebooks" / f"{state.chapter}.ipynb", known, install_source=source)
         else:
             (src / "notebooks" / f"{state.chapter}.md").write_text(notebook_placeholder(state), encoding="utf-8")
 
@@ -108,8 +126,10 @@ def stage(root: Path, out: Path) -> Path:
                 if Path(fig[ext]).is_file():
                     shutil.copy2(fig[ext], target / f"{fig['name']}.{ext}")
         (gen / state.chapter / "results.md").write_text(chapter_results(state, known), encoding="utf-8")
+        (gen / state.chapter / "gpu_memory.md").write_text(gpu_memory.chapter_section(state.chapter), encoding="utf-8")
     measured = read_run_records(out / "records", root / MEASURED_RECORDS)
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")
+    (gen / "install.md").write_text(install.install_section(tree), encoding="utf-8")
     (gen / "answer.md").write_text(answer(states), encoding="utf-8")
     (gen / "scorecard.md").write_text(scorecard(states, known), encoding="utf-8")
     (gen / "datasets.md").write_text(datasets(states, root), encoding="utf-8")
@@ -120,16 +140,18 @@ def stage(root: Path, out: Path) -> Path:
 INJECTED_TAG = "injected-parameters"  # papermill's tag on the cell it adds after the parameters cell
 
 
-def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = None) -> Path:
+def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = None, install_source: str | None = None) -> Path:
     """Copy an executed notebook into the book's sources, arranged to be read as a page.
 
     The reader meets the title and the story first: the title cell (the first ``# `` heading)
     moves to the top, the parameters cell follows it tagged ``hide-input`` (collapsed, one click
-    shows it), and papermill's injected-parameters cell becomes a collapsed note listing the
-    values this run was given. Local paths (``known``, then any absolute path) are replaced in
+    shows it), papermill's injected-parameters cell becomes a collapsed note listing the
+    values this run was given, the install cell is collapsed and the profile cell's list of
+    every parameter too. Local paths (``known``, then any absolute path) are replaced in
     the outputs, the injected values and the papermill metadata, so neither the page nor the
-    notebook it offers for download names the build machine's folders. Only this copy changes:
-    ``notebooks/<chapter>.ipynb`` keeps the parameters first, as papermill and Colab need.
+    notebook it offers for download names the build machine's folders. With ``install_source``
+    the install cell installs from there (:func:`sentcl.book.install.book_source`). Only this copy
+    changes: ``notebooks/<chapter>.ipynb`` keeps the parameters first, as papermill and Colab need.
     """
     import nbformat
 
@@ -141,17 +163,21 @@ def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = 
     rest = [c for c in cells if c is not params and c is not injected and c is not title]
     head = [title] if title is not None else []
     if params is not None:
-        tags = params.setdefault("metadata", {}).setdefault("tags", [])
-        if "hide-input" not in tags:
-            tags.append("hide-input")
-        params["metadata"].setdefault("mystnb", {}).update(
-            code_prompt_show="Show the parameters cell (the notebook's defaults; it opens the notebook on Colab)",
-            code_prompt_hide="Hide the parameters cell",
-        )
+        _collapse(params, "hide-input", "Show the parameters cell (the notebook's defaults; it opens the notebook on Colab)",
+                  "Hide the parameters cell")
         head.append(params)
     if injected is not None:
         head.append(_injected_note(injected, nb.metadata.get("papermill", {}), known))
     nb.cells = head + rest
+    for cell in nb.cells:  # the install cell, then the profile's resolution: collapsed, the story comes first
+        if cell.cell_type == "code" and install.cell_source(cell.source) is not None:
+            if install_source is not None:
+                cell.source = install.with_source(cell.source, install_source)
+            _collapse(cell, "hide-input", "Show the install cell (it installs sentcl where it is missing: Colab)",
+                      "Hide the install cell")
+        elif cell.cell_type == "code" and "resolve_parameters(" in cell.source:
+            _collapse(cell, "hide-output", "Show every parameter this run used and where its value came from",
+                      "Hide the parameters")
     for cell in nb.cells:
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
@@ -161,6 +187,14 @@ def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = 
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     return target
+
+
+def _collapse(cell, tag: str, show: str, hide: str) -> None:
+    """Tag ``cell`` collapsed on the page (``hide-input`` / ``hide-output``) with its toggle's prompts."""
+    tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+    if tag not in tags:
+        tags.append(tag)
+    cell["metadata"].setdefault("mystnb", {}).update(code_prompt_show=show, code_prompt_hide=hide)
 
 
 def _injected_note(cell, papermill: dict, known: dict[str, str] | None):

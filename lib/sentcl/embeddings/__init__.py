@@ -33,7 +33,7 @@ from ..io import atomic_path, report_damaged
 from ..models import fingerprint, load_encoder
 from ..paths import cache_root
 from ..precision import PRECISIONS, autocast, note_use, resolve_precision
-from ..progress import progress_bar, to_terminal
+from ..progress import in_kernel, progress_bar, to_terminal
 from .store import EmbeddingStore as EmbeddingStore  # re-exported: the store beside the cache
 from .store import write_store as write_store
 
@@ -68,7 +68,9 @@ def encode(
         show_progress: a progress bar over the texts (:func:`sentcl.progress.progress_bar`);
             ``None`` shows it from :data:`PROGRESS_MIN_TEXTS` distinct texts on. Under
             ``sentcl reproduce`` the bar goes to its terminal, not into the notebook, and
-            every encoding of that many texts shows one there, even with ``False``.
+            every encoding of that many texts shows one there, even with ``False``; in any other
+            Jupyter kernel (papermill, Colab) such an encoding shows a text bar in the cell (and
+            papermill's ``--log-output``) that clears itself when done.
     """
     if isinstance(model, (str, os.PathLike)):
         model = load_encoder(model)
@@ -85,7 +87,7 @@ def encode(
 
     distinct = list(dict.fromkeys(texts))
     show = len(distinct) >= PROGRESS_MIN_TEXTS if show_progress is None else bool(show_progress)
-    if to_terminal():  # sentcl reproduce's terminal: a long encoding shows there, cluttering no notebook
+    if to_terminal() or in_kernel():  # sentcl reproduce's terminal, papermill's log, a Colab cell: a long encoding shows
         show = show or len(distinct) >= PROGRESS_MIN_TEXTS
     modes = [(module, module.training) for module in model.modules()]
     bar = progress_bar(total=len(distinct), desc="encoding", unit="text", leave=False, disable=not show)

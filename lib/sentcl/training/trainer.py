@@ -46,7 +46,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import nn
-from tqdm.auto import tqdm  # the type of the bar sentcl.progress makes
+from tqdm import tqdm  # the type of the bar sentcl.progress makes
 
 from sentcl.artifacts import ArtifactCache, Stage
 from sentcl.data.records import TrainingData

@@ -1,0 +1,221 @@
+"""The paper profile's peak GPU memory per chapter, from the recorded H100 runs, beside a T4's.
+
+A Colab T4 has 15 GiB (15,360 MiB, as ``nvidia-smi`` and torch report it). The recorded runs
+(``benchmarks/results/<chapter>_gpu_h100.json``, shipped with sentcl) measured
+``torch.cuda.max_memory_allocated`` over timed training steps of each paper's architecture at
+its batch size: what the tensors need, whatever the GPU, since neither weights' values nor the
+GPU's size change it. A run needs that plus the CUDA context and the allocator's cache, which
+``max_memory_allocated`` does not count: :data:`T4_RESERVE_GIB` is kept for them, so a run fits
+a T4 when its peak is at most ``T4_GIB - T4_RESERVE_GIB``.
+
+MNRL-SBERT and the geometry chapter have no GPU record: their rows are **estimates**
+(:func:`estimate_peak_gib`): 16 bytes per parameter (fp32 weights, gradients and Adam's two
+moments) plus, per token of every text a step encodes, the activation memory BERT-base needed
+per token in BSC's fp32 batch-50 record, scaled by layers x hidden size. Every text is taken at
+the chapter's ``max_seq_length`` (real batches pad only to their longest text, so a bound on the
+tokens). The page prints what the same estimate gives for the IFCL records next to what was
+measured, so a reader sees its error.
+
+A contrastive loss sees the whole batch: where a run does not fit, a smaller batch with gradient
+accumulation keeps the number of rows per optimizer step but gives each loss fewer in-batch
+negatives (gradient caching, ``TrainingConfig.gradient_cache_chunk``, keeps them).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from ..paths import benchmark_result, notebook_file
+from .parameters import chapter_profiles
+
+T4_GIB = 15.0
+"""A T4's memory: 15,360 MiB."""
+T4_RESERVE_GIB = 1.0
+"""Kept for the CUDA context (~0.3-0.5 GiB) and the caching allocator's slack, which a run's
+``max_memory_allocated`` peak does not count (a judgement, not a measurement)."""
+BYTES_PER_PARAMETER = 16
+"""fp32 weights, gradients, Adam's first and second moments: 4 bytes each."""
+PARAMETERS = {"bert-base": 110e6, "roberta-base": 125e6, "bert-large": 335e6}
+"""Parameter counts (BERT: Devlin et al. 2019, 110M/340M as rounded there, 335M exactly; RoBERTa-base: Liu et al. 2019)."""
+SHAPES = {"bert-base": (12, 768), "roberta-base": (12, 768), "bert-large": (24, 1024)}
+"""(layers, hidden size): activation memory per token scales with their product."""
+RECORDS = {"bsc": "bsc_gpu_h100.json", "rcl": "rcl_gpu_h100.json", "ifcl": "ifcl_gpu_h100.json"}
+CALIBRATION = "bsc_gpu_h100.json"
+"""The record the estimate's activation memory per token comes from (BERT-base, fp32, batch 50 pairs at 90 tokens)."""
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One training run of a chapter's paper profile: its peak GPU memory, measured or estimated."""
+
+    run: str
+    architecture: str  # a key of PARAMETERS
+    batch: int
+    precision: str
+    peak_gib: float
+    source: str  # the record's file name, or "estimate"
+
+    @property
+    def measured(self) -> bool:
+        return self.source != "estimate"
+
+    @property
+    def spare_gib(self) -> float:
+        """Memory left on a T4 after the run's peak and :data:`T4_RESERVE_GIB` (negative: over)."""
+        return T4_GIB - T4_RESERVE_GIB - self.peak_gib
+
+    def setting(self) -> str:
+        """The batch x accumulation that fits a T4: the paper's when it fits, else the largest halving
+        of the batch whose peak fits, estimated by shrinking the part of the peak above
+        :func:`fixed_gib` in proportion to the batch, with as many accumulation steps."""
+        if self.spare_gib >= 0:
+            tight = " (tight: under 1 GiB to spare)" if self.spare_gib < 1.0 else ""
+            return f"batch {self.batch}, no accumulation (the paper's){tight}"
+        fixed, limit = fixed_gib(self.architecture), T4_GIB - T4_RESERVE_GIB
+        batch, steps = self.batch, 1
+        while batch > 1 and fixed + (self.peak_gib - fixed) * batch / self.batch > limit:
+            batch, steps = batch // 2, steps * 2
+        peak = fixed + (self.peak_gib - fixed) * batch / self.batch
+        return (f"batch {batch} x {steps} accumulation steps (estimate {peak:.1f} GiB; each loss then sees "
+                f"{batch} rows' negatives, not {self.batch})")
+
+
+def activation_gib_per_token() -> float:
+    """BERT-base's activation memory per token in fp32 training (GiB), from :data:`CALIBRATION`'s
+    largest fp32 batch: its peak less the :data:`BYTES_PER_PARAMETER` part, per token encoded."""
+    record = _record(CALIBRATION)
+    runs = [m for m in record["measured"] if m["precision"] == "fp32"]
+    if not runs:
+        raise ConfigError(f"{CALIBRATION}: no fp32 measurement to calibrate the estimate on")
+    run = max(runs, key=lambda m: m["batch"])
+    tokens = run["batch"] * 2 * run["seq_len"]  # pairs: two texts per row
+    return (run["peak_gpu_memory_gib"] - fixed_gib("bert-base")) / tokens
+
+
+def fixed_gib(architecture: str) -> float:
+    """The part of the peak that does not depend on the batch: weights, gradients, Adam's moments."""
+    return PARAMETERS[architecture] * BYTES_PER_PARAMETER / 2**30
+
+
+def estimate_peak_gib(architecture: str, texts_per_step: int, tokens_per_text: int) -> float:
+    """Estimated peak training memory (GiB, fp32): :func:`fixed_gib` plus activations per token,
+    scaled from BERT-base's by layers x hidden size."""
+    layers, hidden = SHAPES[architecture]
+    scale = layers * hidden / (SHAPES["bert-base"][0] * SHAPES["bert-base"][1])
+    return fixed_gib(architecture) + texts_per_step * tokens_per_text * activation_gib_per_token() * scale
+
+
+def architecture(model: str) -> str:
+    """The architecture of a hub id (``bert-base-uncased`` -> ``bert-base``)."""
+    for name in PARAMETERS:
+        if name in model.lower():
+            return name
+    raise ConfigError(f"no memory estimate for {model!r}: known architectures {', '.join(PARAMETERS)}")
+
+
+def chapter_rows(chapter: str) -> list[MemoryRow]:
+    """The paper profile's training runs of ``chapter`` with their peak memory: measured where a
+    record exists, else estimated. Raises FileNotFoundError when the record is not shipped."""
+    paper = chapter_profiles(notebook_file(f"{chapter}.ipynb"))["paper"]
+    if chapter == "bsc":
+        record, by_batch = _record(RECORDS["bsc"]), _tasks_by(paper["batch_size"])
+        return [MemoryRow(f"BERT-base, {', '.join(by_batch[m['batch']])}", "bert-base", m["batch"], m["precision"],
+                          m["peak_gpu_memory_gib"], RECORDS["bsc"])
+                for m in record["measured"] if m["batch"] in by_batch]
+    if chapter == "rcl":
+        record = _record(RECORDS["rcl"])
+        batch = int(record["measured"].split("batch ")[1].split()[0])
+        names = {"entropy_eq2": "entropy model (Eq. 2)", "plain_eq1": "Eq. 1 fine-tuning",
+                 "final_4_regulators": "final model, 4 regulators", "final_8_regulators": "final model, 8 regulators"}
+        return [MemoryRow(f"RoBERTa-base, {names.get(stage, stage)}", "roberta-base", batch, record["settings"]["precision"],
+                          result["peak_gpu_memory_gib"], RECORDS["rcl"])
+                for stage, result in record["results"].items() if "peak_gpu_memory_gib" in result]
+    if chapter == "ifcl":
+        record = _record(RECORDS["ifcl"])
+        return [MemoryRow(row["model"], "bert-large" if "large" in row["model"] else "bert-base",
+                          record["settings"]["batch"], record["settings"]["precision"], row["peak_gpu_memory_gib"],
+                          RECORDS["ifcl"])
+                for row in record["table"]]
+    if chapter == "mnrl_sbert":
+        runs = [("MNRL", paper["mnrl_batch_size"]), ("softmax loss", paper["softmax_batch_size"])]
+        return [_estimated(f"{family} ({model}), {loss}", model, batch, 2, paper["max_seq_length"])
+                for family, model in paper["base_models"].items() for loss, batch in runs]
+    if chapter == "geometry":
+        methods = [("MNRL", 2), ("BSC", 2), ("RCL (triplets)", 3), ("IFCL (three views)", 3)]
+        return [_estimated(f"{family} ({model}), {method}", model, paper["batch_size"], texts, paper["max_seq_length"])
+                for family, model in paper["base_models"].items() for method, texts in methods]
+    raise ConfigError(f"no GPU memory for chapter {chapter!r}; chapters: mnrl_sbert, bsc, rcl, ifcl, geometry")
+
+
+def _estimated(run: str, model: str, batch: int, texts_per_row: int, tokens: int) -> MemoryRow:
+    kind = architecture(model)
+    return MemoryRow(run, kind, batch, "fp32", estimate_peak_gib(kind, batch * texts_per_row, tokens), "estimate")
+
+
+def estimate_check() -> list[tuple[str, float, float]]:
+    """(run, estimated, measured) for the IFCL records: what the estimate gives where a measurement exists."""
+    record = _record(RECORDS["ifcl"])
+    tokens, batch = record["settings"]["max_length"], record["settings"]["batch"]
+    return [(row["model"], estimate_peak_gib("bert-large" if "large" in row["model"] else "bert-base",
+                                             batch * row["views"], tokens), row["peak_gpu_memory_gib"])
+            for row in record["table"]]
+
+
+def chapter_section(chapter: str) -> str:
+    """Markdown for a chapter page: each paper-profile run's peak memory beside a T4's 15 GiB and
+    the batch setting that fits it. Empty of rows (one sentence) where nothing is recorded."""
+    try:
+        rows = chapter_rows(chapter)
+    except FileNotFoundError as exc:
+        return f"No GPU memory record in this sentcl ({exc.filename}).\n"
+    measured = all(r.measured for r in rows)
+    head = ("Peak GPU memory of the paper profile's training runs, **measured** on an H100 "
+            f"(`torch.cuda.max_memory_allocated`, recorded in `benchmarks/results/{RECORDS.get(chapter, '')}`)"
+            if measured else
+            "Peak GPU memory of the paper profile's training runs: **estimates** (no GPU run of this chapter is "
+            f"recorded): 16 bytes per parameter plus, per token, BERT-base's activation memory in the fp32 batch-50 "
+            f"record of BSC (`benchmarks/results/{CALIBRATION}`, {activation_gib_per_token() * 1024:.2f} MiB per token), "
+            "scaled by layers x hidden size, every text at the chapter's `max_seq_length` tokens (a bound: batches "
+            "pad only to their longest text)")
+    lines = [head + f", beside a T4's {T4_GIB:g} GiB with {T4_RESERVE_GIB:g} GiB kept for the CUDA context and the "
+             "allocator (a judgement):", "",
+             "| run | batch | precision | peak (GiB) | fits a T4? | setting that fits a T4 |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        verdict = f"yes, {row.spare_gib:.1f} GiB spare" if row.spare_gib >= 0 else f"no, {-row.spare_gib:.1f} GiB over"
+        peak = f"{row.peak_gib:.2f}" + ("" if row.measured else " (estimate)")
+        lines.append(f"| {row.run} | {row.batch} | {row.precision} | {peak} | {verdict} | {row.setting()} |")
+    if not measured:
+        checks = "; ".join(f"{run} {est:.2f} estimated, {meas:.2f} measured" for run, est, meas in estimate_check())
+        lines += ["", f"The same estimate on the recorded IFCL runs (batch 64, 32 tokens, fp32): {checks}."]
+    if chapter == "geometry":  # its RCL runs are RCL's paper setting: that record is the nearest measurement
+        nearest = max(chapter_rows("rcl"), key=lambda r: r.peak_gib)
+        lines += ["", f"The nearest measurement: RCL's record of its {nearest.run} (batch {nearest.batch} triplets of "
+                  f"NLI-like lengths, {nearest.precision}) peaked at {nearest.peak_gib:.2f} GiB, far below the "
+                  "estimate's bound, which puts every text at 128 tokens."]
+    lines += ["", "Mixed precision lowers the peak (BSC's record: bf16 batch 50 at "
+              f"{_bsc_largest_batch_peak('bf16'):.2f} GiB against fp32's {_bsc_largest_batch_peak('fp32'):.2f}); a T4 has no bf16, so the `precision` "
+              "parameter's `auto` gives it fp16 with a gradient scaler. A smaller batch with accumulation gives each "
+              "contrastive loss fewer in-batch negatives than the paper's."]
+    return "\n".join(lines) + "\n"
+
+
+def _bsc_largest_batch_peak(precision: str) -> float:
+    runs = [m for m in _record(CALIBRATION)["measured"] if m["precision"] == precision]
+    return max(runs, key=lambda m: m["batch"])["peak_gpu_memory_gib"]
+
+
+def _tasks_by(batch_sizes: dict[str, int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for task, batch in batch_sizes.items():
+        out.setdefault(batch, []).append(task)
+    return out
+
+
+def _record(name: str) -> dict:
+    path = benchmark_result(name)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read the benchmark record ({exc})") from None

