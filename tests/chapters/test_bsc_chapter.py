@@ -46,5 +46,5 @@ def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_b
     assert "What the paper profile costs" in notebook
     claims = read_claims(out, "bsc")  # verdicts with intervals; a row whose data are absent: not tested, and why
     assert "<strong>Table 2:</strong> of" in notebook and set(claims["verdict"]) <= {"holds", "contradicted", "undetermined", "not tested"}
-    assert claims["reason"].str.contains("Antique not run: data absent").any()
+    assert claims["reason"].str.contains("BSC not run: Antique: data absent").any()
     assert "Traceback" not in notebook
