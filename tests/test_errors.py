@@ -17,8 +17,8 @@ from sentcl.errors import ConfigError, SentclError, check_choice, check_number, 
 def test_the_library_raises_only_its_typed_errors():
     typed = {name for name, cls in inspect.getmembers(errors, inspect.isclass) if issubclass(cls, SentclError)}
     # argparse's type= functions must raise ArgumentTypeError; `python -m sentcl.data.samples` exits;
-    # the runner's _unknown builds a ConfigError with a did-you-mean hint
-    allowed = typed | {"argparse.ArgumentTypeError", "SystemExit", "_unknown"}
+    # parameters.unknown_parameter builds a ConfigError with a did-you-mean hint
+    allowed = typed | {"argparse.ArgumentTypeError", "SystemExit", "unknown_parameter"}
     for path in Path(sentcl.__file__).parent.rglob("*.py"):
         raised = set(re.findall(r"raise ([\w.]+)\(", path.read_text(encoding="utf-8")))
         assert raised <= allowed, (str(path), raised - allowed)
