@@ -30,10 +30,25 @@ def test_matches_loop_reference_and_counts_rows():
     rng = np.random.default_rng(0)
     a = rng.normal(size=(70, 8))
     b = a + 0.5 * rng.normal(size=(70, 8))
-    got = infonce_mutual_information(a, b, candidates=16, temperature=0.1)
+    got = infonce_mutual_information(a, b, candidates=16, temperature=0.1, seed=None)  # in the given order
     assert got.groups == 4 and got.rows_used == 64 and got.rows_given == 70
     assert got.value == pytest.approx(reference(a, b, 16, 0.1), abs=1e-4)
-    assert got.ceiling == pytest.approx(math.log(16))
+    assert got.ceiling == pytest.approx(math.log(16)) and got.headroom == pytest.approx(got.ceiling - got.value)
+    order = np.random.default_rng(3).permutation(70)  # shuffled: the same pairs, regrouped
+    shuffled = infonce_mutual_information(a, b, candidates=16, temperature=0.1, seed=3)
+    assert shuffled.value == pytest.approx(reference(a[order], b[order], 16, 0.1), abs=1e-4)
+
+
+def test_pairs_are_shuffled_before_grouping_so_runs_of_similar_rows_do_not_share_a_group():
+    """Rows in blocks of 16 near-duplicates (as neighbouring lines of a file can be): grouped in order, a
+    group's candidates are all alike and the estimate is low; shuffled, it reflects the pairs."""
+    rng = np.random.default_rng(2)
+    centres = rng.normal(size=(16, 32))
+    a = np.repeat(centres, 16, axis=0) + 0.05 * rng.normal(size=(256, 32))
+    b = a + 0.05 * rng.normal(size=(256, 32))
+    in_order = infonce_mutual_information(a, b, candidates=16, temperature=0.05, seed=None)
+    shuffled = infonce_mutual_information(a, b, candidates=16, temperature=0.05)
+    assert shuffled.value > in_order.value + 1.0
 
 
 def test_bound_saturates_at_ln_k_and_is_near_zero_for_independent_pairs():
@@ -43,8 +58,9 @@ def test_bound_saturates_at_ln_k_and_is_near_zero_for_independent_pairs():
         same = infonce_mutual_information(a, a, candidates=k, temperature=0.05)
         assert same.value <= infonce_ceiling(k) + 1e-6
         assert same.value == pytest.approx(math.log(k), abs=0.01)  # identical pairs: the bound is its ceiling
+        assert same.at_ceiling
     independent = infonce_mutual_information(a, rng.normal(size=(1024, 64)), candidates=64, temperature=0.05)
-    assert independent.value < 0.5 * math.log(64)
+    assert independent.value < 0.5 * math.log(64) and not independent.at_ceiling
 
 
 def test_bad_input_is_a_config_error():

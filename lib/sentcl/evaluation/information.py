@@ -1,10 +1,11 @@
 r"""Mutual information between paired embeddings: the InfoNCE lower bound (van den Oord et al. 2018).
 
 IFCL's Table 4 (Xiao, Li & Chen 2023) reports :math:`MI(h, h^+)`, :math:`MI(h, h^-)` and
-:math:`MI_{task}` without naming an estimator; its values cluster near ln 64 ≈ 4.159, the ceiling
-of the InfoNCE bound with 64 candidates (the batch of 64 its training used). So the estimator here
-is that bound. For pairs :math:`(a_i, b_i)` split into groups of K, with the critic
-:math:`f(a, b) = \cos(a, b)/\tau`,
+:math:`MI_{task}` without naming an estimator. Its values (4.15 … 4.58) lie near ln 64 ≈ 4.159, but 7
+of the 8 are above it, so they cannot come from the InfoNCE bound with 64 candidates (the batch its
+training used): the slides' estimator is unknown. The estimator here is the InfoNCE bound, the one
+contrastive objectives themselves optimise, with its ceiling always stated beside its value. For
+pairs :math:`(a_i, b_i)` split into groups of K, with the critic :math:`f(a, b) = \cos(a, b)/\tau`,
 
 .. math::
 
@@ -13,7 +14,10 @@ is that bound. For pairs :math:`(a_i, b_i)` split into groups of K, with the cri
 
 averaged over the groups. Since the cross-entropy is ≥ 0, :math:`\hat I_{NCE} \le \ln K` whatever
 the true information: the bound saturates at :func:`infonce_ceiling` (K), so numbers computed with
-different K are not comparable, and a value near ln K says "at least ln K", no more.
+different K are not comparable, and a value near ln K says "at least ln K", no more. A value within
+:data:`CEILING_MARGIN` of its ceiling (:attr:`MutualInformation.at_ceiling`) measures K, not the
+encoder: comparisons resting on it are not tested. The pairs are shuffled (seeded) before they are
+grouped, so that a group is not a run of neighbouring, similar rows of the file.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from ..embeddings import _read, cache_file
 from ..errors import ConfigError, check_number
 from ..io import atomic_path
 
+CEILING_MARGIN = 0.05
+"""Nats below ln K within which an InfoNCE estimate is at its ceiling (it says "at least ln K")."""
+
 
 @dataclass(frozen=True)
 class MutualInformation:
@@ -41,6 +48,16 @@ class MutualInformation:
     rows_used: int
     rows_given: int
 
+    @property
+    def headroom(self) -> float:
+        """ln K − the estimate: how far the estimate is from the most the bound can say."""
+        return self.ceiling - self.value
+
+    @property
+    def at_ceiling(self) -> bool:
+        """Whether the estimate is within :data:`CEILING_MARGIN` of ln K (it then measures K)."""
+        return self.headroom < CEILING_MARGIN
+
 
 def infonce_ceiling(candidates: int) -> float:
     """ln K: the largest value the InfoNCE bound can take with K candidates."""
@@ -48,16 +65,19 @@ def infonce_ceiling(candidates: int) -> float:
 
 
 def infonce_mutual_information(
-    a: np.ndarray, b: np.ndarray, *, candidates: int = 64, temperature: float = 0.05
+    a: np.ndarray, b: np.ndarray, *, candidates: int = 64, temperature: float = 0.05, seed: int | None = 0
 ) -> MutualInformation:
-    """The InfoNCE lower bound on I(a; b) from paired rows (row i of ``a`` with row i of ``b``),
-    over consecutive groups of ``candidates`` rows (K; the last ``len(a) % K`` rows, which fill no
-    group, are left out and counted in ``rows_used``); shuffle the rows first for random groups."""
+    """The InfoNCE lower bound on I(a; b) from paired rows (row i of ``a`` with row i of ``b``), over
+    groups of ``candidates`` rows (K) of the pairs shuffled with ``seed`` (None: in the given order);
+    the ``len(a) % K`` rows that fill no group are left out and counted in ``rows_used``."""
     candidates = _check_candidates(candidates)
     temperature = check_number("temperature", temperature, low=0.0, low_open=True)
     a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
     if a.ndim != 2 or a.shape != b.shape:
         raise ConfigError(f"expected two (n, d) arrays of one shape, got {a.shape} and {b.shape}")
+    if seed is not None:  # the same permutation for both sides: the pairs stay pairs
+        order = np.random.default_rng(seed).permutation(len(a))
+        a, b = a[order], b[order]
     groups = len(a) // candidates
     if groups == 0:
         raise ConfigError(f"{len(a)} pairs fill no group of {candidates} candidates")
@@ -125,4 +145,4 @@ def _check_candidates(candidates: int) -> int:
     return int(candidates)
 
 
-__all__ = ["MutualInformation", "dropout_embeddings", "infonce_ceiling", "infonce_mutual_information"]
+__all__ = ["CEILING_MARGIN", "MutualInformation", "dropout_embeddings", "infonce_ceiling", "infonce_mutual_information"]
