@@ -17,6 +17,7 @@ from sentcl.data import load, samples_root
 from sentcl.data.records import LabelledPairs, RetrievalSet, ScoredPairs
 from sentcl.embeddings import encode
 from sentcl.errors import ConfigError, DataMissingError
+from sentcl.evaluation import items as items_module
 from sentcl.evaluation import scoring
 from sentcl.evaluation.classification import best_threshold_scores, evaluate_pair_classification
 from sentcl.evaluation.items import PairPredictions, PairSimilarities, QueryMetrics, items_from_arrays
@@ -325,7 +326,7 @@ def test_large_resamples_are_scored_in_chunks_with_the_same_values(monkeypatch):
     items = items_of_every_kind()
     rows = {kind: resamples(len(i), 13, seed=8) for kind, i in items.items()}
     whole = {kind: {key: i.metric(key, rows[kind]) for key in i.keys} for kind, i in items.items()}
-    monkeypatch.setattr(scoring, "_CHUNK_ITEMS", 100)  # a few resamples per chunk
+    monkeypatch.setattr(items_module, "_CHUNK_ITEMS", 100)  # a few resamples per chunk
     for kind, i in items.items():
         for key in i.keys:
             np.testing.assert_array_equal(i.metric(key, rows[kind]), whole[kind][key])

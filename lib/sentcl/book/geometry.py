@@ -201,7 +201,8 @@ def _place_labels(ax, points: list[tuple[float, float, str]], fontsize: float = 
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    placed, boxes = [], []
+    placed: list[Any] = []
+    boxes: list[Any] = []
     rings = [(r, a) for r in (5, 12, 20, 30, 42, 56) for a in range(0, 360, 30)]
     for x, y, text in points:
         ann = ax.annotate(text, (x, y), xytext=(5, 5), textcoords="offset points", fontsize=fontsize, color="0.15",
