@@ -7,6 +7,7 @@ import math
 
 import matplotlib
 import pytest
+from matplotlib.text import Text
 
 from sentcl.book.geometry import (
     alignment_uniformity_figure,
@@ -115,6 +116,21 @@ def test_numbered_labels_never_overprint(tmp_path):
     numbers = [t for t in ax.texts if t.get_text().isdigit()]
     assert sorted(int(t.get_text()) for t in numbers) == list(range(1, 13))
     boxes = [t.get_window_extent(renderer) for t in numbers]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_a_label_placed_away_from_its_point_has_a_leader_line(tmp_path):
+    """Eighteen of twenty models on almost one spot: the numbers that cannot sit beside it are drawn further out, each with a line
+    to its point, and still none overprints another."""
+    points = [point(f"model {k}", alignment=0.3 + 1e-5 * k, uniformity=-2.0) for k in range(18)]
+    points += [point("far 1", alignment=0.1, uniformity=-3.0), point("far 2", alignment=0.6, uniformity=-1.0)]
+    save_geometry(tmp_path, "geometry", points, run_id="a")
+    fig = alignment_uniformity_figure(load_geometry(tmp_path))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    numbers = [t for t in fig.axes[0].texts if t.get_text().isdigit()]
+    assert len(numbers) == 20 and any(t.arrow_patch is not None for t in numbers)
+    boxes = [Text.get_window_extent(t, renderer) for t in numbers]  # the text alone, not its leader line
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 

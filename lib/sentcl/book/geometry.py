@@ -195,6 +195,13 @@ def distinct_models(frame: pd.DataFrame) -> pd.DataFrame:
     return out.sort_index()
 
 
+def _text_box(ann, renderer):
+    """The box of an annotation's text alone (an annotation's own extent includes its leader line), with a margin."""
+    from matplotlib.text import Text
+
+    return Text.get_window_extent(ann, renderer).expanded(1.08, 1.15)
+
+
 def _place_labels(ax, points: list[tuple[float, float, str]], fontsize: float = 7.0) -> list:
     """Number labels beside their points, none overprinting another: for each point the first offset (on rings
     of growing radius, with a leader line beyond the first) whose box overlaps no label placed before."""
@@ -210,13 +217,15 @@ def _place_labels(ax, points: list[tuple[float, float, str]], fontsize: float = 
         for radius, angle in rings:
             dx, dy = radius * np.cos(np.radians(angle + 45)), radius * np.sin(np.radians(angle + 45))
             ann.xyann = (dx - (6 if dx < 0 else 0), dy - (4 if dy < 0 else 0))
-            box = ann.get_window_extent(renderer).expanded(1.08, 1.15)
+            box = _text_box(ann, renderer)
             if not any(box.overlaps(b) for b in boxes):
                 break
-        if radius > 5:
-            ann.arrow_patch = None
-            ann.set(arrowprops=dict(arrowstyle="-", color="0.6", lw=0.5, shrinkA=0, shrinkB=2))
-        boxes.append(ann.get_window_extent(renderer).expanded(1.08, 1.15))
+        if radius > 5:  # placed away from its point: drawn again with a leader line to it
+            offset = ann.xyann
+            ann.remove()
+            ann = ax.annotate(text, (x, y), xytext=offset, textcoords="offset points", fontsize=fontsize, color="0.15",
+                              zorder=5, arrowprops=dict(arrowstyle="-", color="0.6", lw=0.5, shrinkA=0, shrinkB=2))
+        boxes.append(_text_box(ann, renderer))
         placed.append(ann)
     return placed
 
