@@ -7,14 +7,17 @@ import math
 
 import matplotlib
 import pytest
+from matplotlib.text import Text
 
 from sentcl.book.geometry import (
     alignment_uniformity_figure,
     anisotropy_figure,
+    distinct_models,
     geometry_path,
     load_geometry,
     read_geometry,
     save_geometry,
+    score_figure,
 )
 from sentcl.errors import ConfigError, DataFormatError
 
@@ -72,6 +75,79 @@ def test_figures_draw_every_final_point_and_trajectory(tmp_path):
     assert [len(a.patches) for a in bars.axes] == [2, 2]
     with pytest.raises(ConfigError):
         anisotropy_figure(frame[frame["point"] == "trajectory"])
+
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_a_model_measured_by_several_chapters_is_one_point_named_by_its_checkpoint(tmp_path):
+    """The untouched MiniLM, measured by five chapters under five names (the RCL chapter calls it "SRoBERTa-base"),
+    is one point labelled "all-MiniLM-L6-v2 (untouched)"; a row whose run is another row's (the same measures) is
+    one point with both names; seeds after the first are not drawn; trained models keep their names."""
+    same = {"alignment": 0.31, "uniformity": -2.5, "anisotropy": 0.12}
+    for chapter, name in (("mnrl_sbert", "SBERT-base"), ("bsc", "BERT-base"), ("rcl", "SRoBERTa-base"),
+                          ("geometry", "base (untouched)")):
+        save_geometry(tmp_path, chapter, [point(name, encoder=MINILM, untouched=chapter in ("rcl", "geometry"), **same)],
+                      run_id="a")
+    save_geometry(tmp_path, "rcl", [point("Eq. 1 fine-tuning", alignment=0.2, encoder=MINILM),
+                                    point("Attention dropout (p=0.1)", alignment=0.2, encoder=MINILM),
+                                    point("RCL", alignment=0.25, encoder=MINILM),
+                                    point("RCL", alignment=0.1) | {"seed": 1}], run_id="a")
+    frame = load_geometry(tmp_path)
+    drawn = distinct_models(frame)
+    assert sorted(drawn["label"]) == ["Eq. 1 fine-tuning = Attention dropout (p=0.1)", "RCL", "all-MiniLM-L6-v2 (untouched)"]
+    base = drawn[drawn["label"] == "all-MiniLM-L6-v2 (untouched)"].iloc[0]
+    assert base["chapters"] == ["bsc", "geometry", "mnrl_sbert", "rcl"] and drawn.set_index("label").loc["RCL", "alignment"] == 0.25
+    fig = alignment_uniformity_figure(frame)
+    texts = " ".join(t.get_text() for t in fig.texts)
+    assert "SRoBERTa-base" not in texts and "all-MiniLM-L6-v2 (untouched) [bsc, geometry, mnrl_sbert, rcl]" in texts
+    labels = [t.get_text() for t in anisotropy_figure(frame).axes[0].get_yticklabels()]
+    assert len(labels) == 3 and not any("SRoBERTa" in label for label in labels)
+
+
+def test_numbered_labels_never_overprint(tmp_path):
+    """Twelve models crowded into a corner of the plane: every number beside a point keeps clear of the others."""
+    points = [point(f"model {k}", alignment=0.3 + 0.001 * (k % 4), uniformity=-2.0 - 0.001 * (k // 4)) for k in range(12)]
+    save_geometry(tmp_path, "geometry", points, run_id="a")
+    fig = alignment_uniformity_figure(load_geometry(tmp_path))
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    numbers = [t for t in ax.texts if t.get_text().isdigit()]
+    assert sorted(int(t.get_text()) for t in numbers) == list(range(1, 13))
+    boxes = [t.get_window_extent(renderer) for t in numbers]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_a_label_placed_away_from_its_point_has_a_leader_line(tmp_path):
+    """Eighteen of twenty models on almost one spot: the numbers that cannot sit beside it are drawn further out, each with a line
+    to its point, and still none overprints another."""
+    points = [point(f"model {k}", alignment=0.3 + 1e-5 * k, uniformity=-2.0) for k in range(18)]
+    points += [point("far 1", alignment=0.1, uniformity=-3.0), point("far 2", alignment=0.6, uniformity=-1.0)]
+    save_geometry(tmp_path, "geometry", points, run_id="a")
+    fig = alignment_uniformity_figure(load_geometry(tmp_path))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    numbers = [t for t in fig.axes[0].texts if t.get_text().isdigit()]
+    assert len(numbers) == 20 and any(t.arrow_patch is not None for t in numbers)
+    boxes = [Text.get_window_extent(t, renderer) for t in numbers]  # the text alone, not its leader line
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_the_variance_panel_marks_the_isotropic_reference(tmp_path):
+    save_geometry(tmp_path, "geometry", [point("base", dimension=384), point("MNRL", alignment=0.2, dimension=384)], run_id="a")
+    fig = anisotropy_figure(load_geometry(tmp_path))
+    lines = [line for line in fig.axes[1].lines if line.get_linestyle() == "--"]
+    assert len(lines) == 1 and lines[0].get_xdata()[0] == pytest.approx(10 / 384)
+    assert "isotropic: 10/d = 0.026 (d = 384)" in [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+
+
+def test_the_score_figure_draws_one_point_per_model_and_states_rho_and_n():
+    models = [{"alignment": a, "uniformity": -a, "STS average": 80 - a, "model": m} for a, m in ((0.1, "x"), (0.2, "y"), (0.3, "y"))]
+    fig = score_figure(models, "STS average", [{"measure": "alignment", "rho": -1.0, "p": 0.0, "n": 3},
+                                                {"measure": "uniformity", "rho": 1.0, "p": 0.0, "n": 3}])
+    assert [a.get_title() for a in fig.axes] == ["alignment: Spearman rho -1.00 (n = 3)", "uniformity: Spearman rho +1.00 (n = 3)"]
+    assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == 3
 
 
 def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_path, fake):
@@ -136,3 +212,10 @@ def test_record_geometry_writes_the_final_point_and_the_runs_trajectory(tmp_path
     assert list(frame[frame["point"] == "trajectory"]["uniformity"]) == [-1.0, -1.2]
     assert run.record_geometry("base", embed)["trajectory_points"] == 0  # no run: the final point only
     assert sorted(load_geometry(tmp_path / "out")["model"].unique()) == ["RCL", "base"]
+    # the encoder it is or was trained from, whether it is that encoder untouched, and the embedding size
+    demo = ChapterRun("rcl", profile="smoke", data_dir=None, out_dir=tmp_path / "demo",
+                      models={"SRoBERTa": MINILM}, paper_models={"SRoBERTa": "SRoBERTa-base"})
+    demo.record_geometry("SRoBERTa-base", embed, family="SRoBERTa", untouched=True)
+    row = load_geometry(tmp_path / "demo").iloc[0]
+    assert row["encoder"] == MINILM and row["untouched"] and row["dimension"] == 3
+    assert f"{MINILM} stands in for SRoBERTa-base" in row["note"]

@@ -20,7 +20,10 @@ def test_the_geometry_chapter_compares_the_four_methods_on_one_budget(smoke_book
     assert status == 0, output
     mine = load_results(out, ["geometry"])
     table = mine[mine["table"].str.startswith("Equal budget")]
-    assert set(mine["table"]) == {"Equal budget: STS", "Equal budget: retrieval, test, cost"}
+    assert set(mine["table"]) == {"Equal budget: STS", "Equal budget: retrieval, test, cost", "Geometry and the STS average (ours)"}
+    correlation = mine[mine["table"] == "Geometry and the STS average (ours)"].set_index(["row", "column"])["value"]
+    assert correlation[("uniformity", "models (n)")] == 1 + 4 * 2  # the base and every method's model of both seeds
+    assert -1 <= correlation[("uniformity", "Spearman rho")] <= 1
     assert set(table["row"]) == {"base (untouched)", *METHODS}
     for method in METHODS:
         cells = table[table["row"] == method].set_index("column")
@@ -52,7 +55,9 @@ def test_every_chapter_writes_its_geometry_and_the_trajectories_are_readable(smo
     for _, path in paths.groupby("model"):
         assert path["step"].min() == 0 and path["step"].is_monotonic_increasing and len(path) >= 2
     assert sorted(p.stem for p in (out / "figures" / "geometry").glob("*.png")) == [
-        "alignment-uniformity", "anisotropy", "trajectories"]
+        "alignment-uniformity", "anisotropy", "geometry-vs-sts", "trajectories"]
+    assert set(finals[finals["chapter"] == "geometry"]["seed"].dropna()) == {0, 1}  # every seed's model measured
+    assert finals[(finals["chapter"] == "rcl") & finals["untouched"]]["model"].tolist() == ["SRoBERTa-base"]
     page = html.unescape((out / "_build" / "html" / "book" / "geometry.html").read_text())
     assert "Assumptions and deviations" in page and "Equal budget: STS" in page
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "geometry.html").read_text())

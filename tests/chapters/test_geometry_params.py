@@ -6,6 +6,7 @@ test run must. The paper profile is the notebook's defaults plus ``paper:`` in
 from __future__ import annotations
 
 import inspect
+import math
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ PAPER = {
     "bsc_group_size": 8,  # BSC §5.2: group size "8 otherwise"
     "bsc_neighbours": 500,  # BSC §5.2: n = 500 candidates
     "rcl_phis": [0.01, 0.02, 0.03, 0.04],  # RCL Appendix A.1 (and Table 4)
+    "rcl_regulator_scale": 1.0,  # RCL Eq. 3 as printed (the RCL chapter's reading)
     "ifcl_temperature": 0.05,  # SimCSE's tau (IFCL's slides give none; the IFCL chapter's reading)
     "ifcl_queue_batches": 3,
     "ifcl_forgetting_decay": 0.9,
@@ -43,13 +45,14 @@ PAPER = {
 ASSUMED = {
     "pooling": "mean", "max_seq_length": 128, "batch_size": 64, "learning_rate": 2e-5, "warmup_ratio": 0.1,
     "weight_decay": 0.01, "epochs": 1, "max_steps": 0, "checkpoint_steps": 1000, "rcl_entropy_max_steps": 0,
+    "rcl_early_stopping_window": 500,  # the RCL chapter's reading of "3 steps": 3 windows of 500 steps
     "retrieval_task": "CQA-A-2016", "precision": "auto", "encode_precision": "auto", "trajectory_points": 10, "trajectory_seeds": [0],
     "chapters": ["mnrl_sbert", "bsc", "rcl", "ifcl"],
 }
 MAY_DIFFER = {
     "base_models", "max_seq_length", "nli_datasets", "train_rows",  # the encoder and the data root's NLI sets
     "batch_size", "learning_rate", "checkpoint_steps", "seeds", "sts_max_pairs", "retrieval_max_queries",  # budgets
-    "rcl_phis", "bsc_neighbours", "bsc_group_size", "trajectory_points",  # scaled to the budget's rows and steps
+    "rcl_phis", "bsc_neighbours", "bsc_group_size", "trajectory_points", "rcl_early_stopping_window",  # scaled to the budget
 }
 
 
@@ -75,6 +78,7 @@ def test_the_method_defaults_are_the_papers():
     assert defaults["scale"] == PAPER["scale"] and defaults["bsc_temperature"] == PAPER["bsc_temperature"]
     assert defaults["group_size"] == PAPER["bsc_group_size"] and defaults["neighbours"] == PAPER["bsc_neighbours"]
     assert list(defaults["phis"]) == PAPER["rcl_phis"] and defaults["patience"] == 3  # RCL A.1: "within 3 steps"
+    assert defaults["window"] == ASSUMED["rcl_early_stopping_window"] and defaults["regulator_scale"] == PAPER["rcl_regulator_scale"]
     assert defaults["ifcl_temperature"] == PAPER["ifcl_temperature"]
     assert defaults["queue_batches"] == PAPER["ifcl_queue_batches"]
 
@@ -91,3 +95,7 @@ def test_demo_and_smoke_differ_from_the_paper_only_where_they_must(profiles):
     demo = profiles["demo"]
     assert demo["base_models"] == {"BERT": MINILM} and len(demo["seeds"]) >= 3  # issue: MiniLM, >= 3 seeds
     assert demo["sts_tasks"] == list(STS_AVERAGE)
+    # issue 21: every method's model, RCL's entropy models too, takes at least 60 optimizer steps
+    steps = demo["epochs"] * math.ceil(demo["train_rows"] / demo["batch_size"])
+    assert min(steps, demo["max_steps"] or steps) >= 60 and min(steps, demo["rcl_entropy_max_steps"] or steps) >= 60
+    assert demo["rcl_early_stopping_window"] * 4 >= 60  # no entropy model can stop early before step 60

@@ -7,14 +7,20 @@ the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.runner`).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from sentcl.book import parameters
 from sentcl.book.chapter import PROFILES
 from sentcl.book.results import paper_values
 from sentcl.models import MINILM
+from sentcl.training import LossEarlyStopping, TrainingConfig
+from sentcl.training.checkpoint import RunningMean
+from sentcl.training.health import training_health
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "rcl.ipynb"
 
@@ -47,7 +53,10 @@ ASSUMED = {
     "base_model": "sentence-transformers/nli-roberta-base-v2",  # "SRoberta_base ... from Sentence-Transformers"; its scores fit Table 3's base row
     "max_seq_length": 128,  # sentence-transformers' nli-roberta-base-v2 setting
     "scale": 20.0,  # exp(cos) printed without temperature; the base was trained with MNRL's scale 20
-    "early_stopping_window": 1,  # "3 steps" read literally: the loss of single steps
+    "regulator_scale": 1.0,  # Eq. 3's regulators as printed (and §3.4's analysis); at 20 they saturate near 0
+    "early_stopping_window": 500,  # "3 steps" as 3 evaluation windows (HF's EarlyStoppingCallback; its 500-step interval)
+    "entropy_warmup_ratio": 0.1,  # the runs' 10 % warm-up, over (497 steps) before the first window closes (500)
+    "base_regulators_control": True,  # our control: Eq. 3 with the untouched base's regulators
     "learning_rate": 2e-5,  # not stated; sentence-transformers' NLI example
     "warmup_ratio": 0.1,  # not stated; sentence-transformers' NLI example
     "weight_decay": 0.01,  # not stated; sentence-transformers' fit() default
@@ -64,6 +73,7 @@ ASSUMED = {
 MAY_DIFFER = {
     "base_model", "max_seq_length", "nli_datasets", "train_rows", "batch_size",  # encoder, data and budget
     "phis", "rcl_entropy_models", "table4_entropy_models", "entropy_max_steps",  # how many entropy models
+    "early_stopping_window",  # the window scales with the steps a profile can afford
     "seeds", "baseline_seeds", "attention_dropout_ps", "drophead_ps",  # how many runs
     "learning_rate", "final_eval_fraction", "checkpoint_steps", "sts_max_pairs",
     "faq_folds", "faq_epochs", "faq_max_steps",  # Table 2's budget (smoke: 2 folds of the 48-pair sample bank)
@@ -93,7 +103,8 @@ def test_the_paper_profile_settles_what_the_paper_leaves_open_as_documented(prof
     every = set(PAPER) | set(ASSUMED) | {"profile", "data_dir", "out_dir"}
     assert set(paper) == every, f"parameters neither checked nor documented here: {sorted(set(paper) ^ every)}"
     page = (NOTEBOOK.parents[1] / "book" / "rcl.md").read_text(encoding="utf-8")
-    for words in ("scale", "early stop", "nli-roberta-base-v2", "regulators cover", "grouped folds"):
+    for words in ("scale", "early stop", "nli-roberta-base-v2", "regulators cover", "grouped folds",
+                  "regulator_scale", "evaluation windows", "entropy_warmup_ratio", "control", "significance marks"):
         assert words in page.lower(), f"book/rcl.md does not state the assumption about {words!r}"
 
 
@@ -113,6 +124,34 @@ def test_the_profiles_name_the_papers_rows(profiles):
         assert list(dict.fromkeys(paper[paper["table"] == table]["column"])) == PAPER["sts_tasks"] + ["Average"]
 
 
+@pytest.mark.parametrize("profile", ["paper", "demo"])
+def test_the_entropy_models_train_past_their_warm_up_and_stay_active(profiles, profile):
+    """Issue 23: with 3 windows of one step inside a warm-up over 10 % of 4,968 planned steps, an entropy model
+    of a converged encoder (its loss flat, batch to batch noise only) stopped after 6 steps, at learning-rate
+    factors 0 ... 0.010: it never trained. The profile's schedule, driven step by step through the early-stopping
+    callback and the health rules: no stop inside the warm-up, at least 60 steps, and an active run."""
+    p = profiles[profile]
+    planned = 4968 if profile == "paper" else p["epochs"] * math.ceil(p["train_rows"] / p["batch_size"])
+    planned = min(planned, p["entropy_max_steps"] or planned)
+    config = TrainingConfig(learning_rate=p["learning_rate"], warmup_ratio=p["entropy_warmup_ratio"],
+                            batch_size=p["batch_size"], log_steps=10)
+    callback = LossEarlyStopping(p["early_stopping_patience"], p["early_stopping_window"])
+    state = SimpleNamespace(global_step=0, stopped_early=False, loss_since_log=RunningMean(), total_steps=planned)
+    trainer = SimpleNamespace(config=config, state=state, name=f"{profile} entropy model")
+    callback.on_train_begin(trainer)  # refuses a patience that could end the run inside its warm-up
+    noise, losses = np.random.default_rng(0).normal(0.3, 0.05, planned), []
+    while state.global_step < planned and not state.stopped_early:
+        state.global_step += 1
+        state.loss_since_log.add(float(noise[state.global_step - 1]))
+        callback.on_step_end(trainer)
+        if state.global_step % config.log_steps == 0 or state.stopped_early:
+            losses.append({"step": state.global_step, "loss": state.loss_since_log.take()})
+    health = training_health(config, planned, state.global_step, losses, start_cosine=0.99)
+    warmup = config.schedule(planned).warmup_steps
+    assert state.global_step > warmup and state.global_step >= 60, (state.global_step, warmup)
+    assert health["active"], health["reason"]
+
+
 def test_demo_and_smoke_differ_from_the_paper_only_where_they_must(profiles):
     paper = profiles["paper"]
     for profile in ("demo", "smoke"):
@@ -121,5 +160,8 @@ def test_demo_and_smoke_differ_from_the_paper_only_where_they_must(profiles):
     demo = profiles["demo"]
     assert demo["base_model"] == MINILM and profiles["smoke"]["base_model"] == "tiny"
     assert len(demo["phis"]) == 2 and demo["rcl_entropy_models"] == 2  # the issue: two entropy models
-    assert len(demo["seeds"]) >= 3  # RCL vs Eq. 1 paired over seeds
-    assert demo["scale"] == paper["scale"] and demo["hard_negatives"]
+    assert len(demo["seeds"]) >= 3  # RCL vs Eq. 1 and the control paired over seeds
+    assert demo["scale"] == paper["scale"] and demo["regulator_scale"] == paper["regulator_scale"] and demo["hard_negatives"]
+    # issue 21: every trained model of the demo takes at least 60 optimizer steps (one epoch of the training rows)
+    steps = demo["epochs"] * math.ceil(demo["train_rows"] / demo["batch_size"])
+    assert min(steps, demo["max_steps"] or steps) >= 60 and min(steps, demo["entropy_max_steps"] or steps) >= 60

@@ -166,3 +166,36 @@ def test_geometry_of_a_real_encoder_is_in_the_literature_range(shared_data):
     assert -4.0 < out["uniformity"] < -1.0
     assert 0.0 < out["anisotropy"] < 0.5
     assert 10 / 384 < out["top_variance_share"] < 1.0
+
+
+def _ranks(values):
+    """Average ranks, 1-based, by a loop (ties share the mean of their positions)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    k = 0
+    while k < len(order):
+        j = k
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[k]]:
+            j += 1
+        for m in range(k, j + 1):
+            ranks[order[m]] = (k + j) / 2 + 1
+        k = j + 1
+    return ranks
+
+
+def test_rank_correlations_are_spearman_across_models():
+    """Pearson's correlation of the average ranks, by hand; n; a constant measure has no rho; too few models is an error."""
+    rng = np.random.default_rng(3)
+    models = [{"alignment": float(a), "uniformity": float(u), "anisotropy": 0.1, "score": float(s)}
+              for a, u, s in zip(rng.normal(size=9).round(1), rng.normal(size=9), rng.normal(size=9), strict=True)]
+    found = {c["measure"]: c for c in geometry.rank_correlations(models, "score", ("alignment", "uniformity", "anisotropy"))}
+    for measure in ("alignment", "uniformity"):
+        x, y = _ranks([m[measure] for m in models]), _ranks([m["score"] for m in models])
+        expected = np.corrcoef(x, y)[0, 1]
+        assert found[measure]["rho"] == pytest.approx(expected) and found[measure]["n"] == 9
+        assert 0.0 <= found[measure]["p"] <= 1.0
+    assert math.isnan(found["anisotropy"]["rho"])
+    ordered = [{"alignment": float(k), "score": float(-k)} for k in range(5)]  # lower alignment, higher score
+    assert geometry.rank_correlations(ordered, "score", ("alignment",))[0]["rho"] == pytest.approx(-1.0)
+    with pytest.raises(ConfigError, match="at least 3 models"):
+        geometry.rank_correlations(ordered[:2], "score")

@@ -15,6 +15,7 @@ from sentcl.data.records import TrainingData
 from sentcl.embeddings.store import write_store
 from sentcl.errors import ConfigError
 from sentcl.losses import EntropyLoss, RegulatorLoss, entropy_loss, multiple_negatives_ranking_loss, regulator_loss
+from sentcl.losses.rcl import regulator_terms
 from sentcl.models import tiny_model
 from sentcl.training import SequentialBatchSampler, Trainer, TrainingConfig
 
@@ -41,13 +42,15 @@ def entropy_reference(queries, indexes, negatives=(), phi=0.0, scale=1.0):
     return total / m
 
 
-def regulator_reference(queries, indexes, aug_q, aug_i, negatives=(), scale=1.0):
-    """Eq. 3 with loops: Eq. 1 plus, per entropy model n, −log softmax of q_i over Au_q^n and of ind_i over Au_ind^n."""
+def regulator_reference(queries, indexes, aug_q, aug_i, negatives=(), scale=1.0, regulator_scale=None):
+    """Eq. 3 with loops: Eq. 1 (at ``scale``) plus, per entropy model n, −log softmax of q_i over Au_q^n and of
+    ind_i over Au_ind^n (at ``regulator_scale``, default ``scale``)."""
+    regulator_scale = scale if regulator_scale is None else regulator_scale
     total = entropy_reference(queries, indexes, negatives, 0.0, scale) * len(queries)
     for trainable, augmented in ((queries, aug_q), (indexes, aug_i)):
         for targets in augmented:
             for i in range(len(trainable)):
-                s = softmax_row(trainable[i], [targets[k] for k in range(len(targets))], scale)
+                s = softmax_row(trainable[i], [targets[k] for k in range(len(targets))], regulator_scale)
                 total = total - torch.log(s[i])
     return total / len(queries)
 
@@ -113,14 +116,17 @@ def test_the_entropy_term_has_the_sign_the_text_describes():
         assert not torch.isclose(value, entropy_loss(q, i, phi=0.5, scale=1.0), atol=1e-4), name
 
 
-@pytest.mark.parametrize(("n_models", "negatives", "scale"), [(0, 0, 1.0), (1, 0, 1.0), (2, 1, 20.0), (4, 0, 3.0)])
-def test_regulator_loss_matches_the_loop_reference(n_models, negatives, scale):
+@pytest.mark.parametrize(("n_models", "negatives", "scale", "regulator_scale"),
+                         [(0, 0, 1.0, None), (1, 0, 1.0, None), (2, 1, 20.0, None), (4, 0, 3.0, None), (2, 1, 20.0, 1.0),
+                          (3, 0, 1.0, 5.0)])
+def test_regulator_loss_matches_the_loop_reference(n_models, negatives, scale, regulator_scale):
     cols = batch(columns=2 + negatives, seed=n_models)
     g = torch.Generator().manual_seed(100 + n_models)
     aug_q = [torch.randn(5, 6, generator=g, dtype=torch.float64) for _ in range(n_models)]
     aug_i = [torch.randn(5, 6, generator=g, dtype=torch.float64) for _ in range(n_models)]
-    ours = regulator_loss(cols[0], cols[1], aug_q, aug_i, scale=scale, hard_negatives=cols[2:])
-    ref = regulator_reference(cols[0], cols[1], aug_q, aug_i, cols[2:], scale=scale)
+    ours = regulator_loss(cols[0], cols[1], aug_q, aug_i, scale=scale, regulator_scale=regulator_scale,
+                          hard_negatives=cols[2:])
+    ref = regulator_reference(cols[0], cols[1], aug_q, aug_i, cols[2:], scale=scale, regulator_scale=regulator_scale)
     torch.testing.assert_close(ours, ref, rtol=1e-10, atol=1e-12)
     for got, want in zip(grads(ours, cols), grads(ref, cols), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-12)
@@ -133,6 +139,21 @@ def test_no_regulators_is_eq1_and_augmented_embeddings_get_no_gradient():
     regulator_loss(q, i, [aug], [aug * 2], scale=1.0).backward()
     assert aug.grad is None
     assert q.grad is not None and i.grad is not None
+
+
+def test_the_regulators_have_their_own_scale():
+    """Eq. 1's scale and the regulators' are separate: changing one leaves the other term as it was. Against
+    targets next to the trainable embeddings (cosine ~ 1, the others ~ 0) scale 20 saturates the regulators
+    (a term near 0: nothing to learn), scale 1 leaves them a pull of about log M."""
+    q, i = (c.detach() for c in batch(m=8, seed=13))
+    near_q, near_i = q + 0.01 * torch.randn_like(q), i + 0.01 * torch.randn_like(i)
+    eq1_20, reg_20 = regulator_terms(q, i, [near_q], [near_i], scale=20.0)
+    eq1_same, reg_1 = regulator_terms(q, i, [near_q], [near_i], scale=20.0, regulator_scale=1.0)
+    eq1_1, reg_1_too = regulator_terms(q, i, [near_q], [near_i], scale=1.0)
+    torch.testing.assert_close(eq1_same, eq1_20)
+    torch.testing.assert_close(reg_1, reg_1_too)
+    assert not torch.isclose(eq1_1, eq1_20)
+    assert reg_20 < 0.1 < 1.0 < reg_1 < 2 * math.log(8)
 
 
 def test_regulator_reference_would_catch_swapped_or_transposed_regulators():
@@ -193,7 +214,12 @@ def test_entropy_module_is_eq2_on_the_columns():
     model = tiny_model(seed=0)
     q, i, n = (c.detach().float() for c in batch(d=model.get_embedding_dimension(), columns=3))
     loss = EntropyLoss(model, phi=0.02, scale=20.0)
-    torch.testing.assert_close(loss.compute_loss_from_embeddings([q, i, n]), entropy_loss(q, i, [n], phi=0.02, scale=20.0))
+    value = loss.compute_loss_from_embeddings([q, i, n])
+    torch.testing.assert_close(value, entropy_loss(q, i, [n], phi=0.02, scale=20.0))
     assert loss.get_config_dict() == {"phi": 0.02, "scale": 20.0}
+    # its two terms, for the health record: Eq. 1 and phi * H, adding up to the loss
+    assert set(loss.last_terms) == {"Eq. 1", "phi * entropy"}
+    assert loss.last_terms["Eq. 1"] == pytest.approx(float(entropy_loss(q, i, [n], phi=0.0, scale=20.0)), rel=1e-6)
+    assert sum(loss.last_terms.values()) == pytest.approx(float(value), rel=1e-6)
     with pytest.raises(ConfigError, match="takes no labels"):
         loss.compute_loss_from_embeddings([q, i], torch.zeros(5))

@@ -15,9 +15,8 @@ from sentcl.embeddings import encode
 from sentcl.errors import ConfigError
 from sentcl.evaluation.retrieval import evaluate_retrieval
 from sentcl.models import tiny_model
-from sentcl.training import SequentialBatchSampler, TrainingConfig
+from sentcl.training import LossEarlyStopping, SequentialBatchSampler, TrainingConfig
 from sentcl.training.entropy_models import (
-    LossEarlyStopping,
     augment,
     train_entropy_model,
     train_final_model,
@@ -40,13 +39,16 @@ def nli_like(n=16):
 
 
 class FakeTrainer:
-    """What LossEarlyStopping reads: the trainer's state with its running loss since the last log."""
+    """What LossEarlyStopping reads: the trainer's configuration, name and state (planned steps, running loss
+    since the last log)."""
 
-    def __init__(self, log_steps):
+    def __init__(self, log_steps, config=None, total_steps=100):
         from sentcl.training.checkpoint import RunningMean
 
-        self.log_steps = log_steps
-        self.state = type("State", (), {"global_step": 0, "stopped_early": False, "loss_since_log": RunningMean()})()
+        self.log_steps, self.name = log_steps, "fake run"
+        self.config = config or TrainingConfig(warmup_ratio=0.0)
+        self.state = type("State", (), {"global_step": 0, "stopped_early": False, "loss_since_log": RunningMean(),
+                                        "total_steps": total_steps})()
 
     def step(self, callback, loss):
         state = self.state
@@ -74,6 +76,18 @@ def test_early_stopping_reads_3_steps_of_loss_without_decrease(log_steps):
     copy = LossEarlyStopping(patience=2, window=2)
     copy.load_state_dict(windowed.state_dict())
     assert copy.state_dict() == windowed.state_dict()
+
+
+def test_early_stopping_refuses_a_patience_that_ends_inside_the_warm_up():
+    """Issue 23: 3 windows of one step stop a run no earlier than step 4, far inside a warm-up of 497 of 4,968
+    steps; windows of 200 cannot stop it before step 800, after the warm-up; nor can a patience longer than the run."""
+    config = TrainingConfig(warmup_ratio=0.1)
+    with pytest.raises(ConfigError, match="could stop it at step 4, inside its warm-up of 497 of 4968 steps"):
+        LossEarlyStopping(patience=3, window=1).on_train_begin(FakeTrainer(10, config, 4968))
+    assert LossEarlyStopping(patience=3, window=200).earliest_stop() == 800
+    LossEarlyStopping(patience=3, window=200).on_train_begin(FakeTrainer(10, config, 4968))
+    LossEarlyStopping(patience=3, window=1).on_train_begin(FakeTrainer(10, TrainingConfig(warmup_ratio=0.0), 4968))
+    LossEarlyStopping(patience=3, window=1).on_train_begin(FakeTrainer(10, config, 4))  # 1 warm-up step; stops at 4 at the earliest
 
 
 def test_an_entropy_model_stops_3_steps_after_its_lowest_loss(tmp_path):

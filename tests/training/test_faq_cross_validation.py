@@ -17,7 +17,7 @@ from sentcl.evaluation.retrieval import evaluate_retrieval
 from sentcl.evaluation.scoring import dev_evaluator
 from sentcl.models import set_attention_dropout, tiny_model
 from sentcl.training import SequentialBatchSampler, TrainingConfig
-from sentcl.training.entropy_models import BASE, EQ1, RCL, faq_cross_validation
+from sentcl.training.cross_validation import FINAL, INITIAL, UNTOUCHED, faq_cross_validation
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 
@@ -62,7 +62,7 @@ def test_table2_protocol_runs_the_faq_variant_per_fold_and_averages_over_folds(b
     switches = {"Attention dropout (p=0.3)": lambda m: set_attention_dropout(m, 0.3)}
     table = faq_cross_validation(base, bank, folds, [0.01, 0.02], selection, entropy, task="COUGH", scale=20.0,
                                  baselines=switches, sampler=SequentialBatchSampler, train=train, precision="fp32")
-    rows = [BASE, EQ1, "Attention dropout (p=0.3)", RCL]
+    rows = [UNTOUCHED, INITIAL, "Attention dropout (p=0.3)", FINAL]
     assert list(table.per_fold) == rows and table.task == "COUGH"
     for row in rows:
         assert len(table.per_fold[row]) == 3
@@ -74,7 +74,7 @@ def test_table2_protocol_runs_the_faq_variant_per_fold_and_averages_over_folds(b
         assert table.per_fold[row][0]["Acc@1"] <= table.per_fold[row][0]["Acc@3"] <= table.per_fold[row][0]["Acc@5"]
 
     # the base row, recomputed independently: each fold's test questions rank all 24 answers (percent)
-    for fold, values in zip(folds, table.per_fold[BASE], strict=True):
+    for fold, values in zip(folds, table.per_fold[UNTOUCHED], strict=True):
         test = bank.take(fold.rows(bank, "test"))
         assert len(test.corpus) == 24 and list(test.queries) == list(fold.test)
         result = evaluate_retrieval(test, lambda t: encode(base(), t, cache=False, precision="fp32"),
@@ -123,6 +123,6 @@ def test_table2_protocol_rejects_what_it_cannot_run(bank):
                              task="COUGH", scale=20.0)
     with pytest.raises(ConfigError, match="one training seed per fold: 3 folds, 2 seeds"):
         faq_cross_validation(base, bank, folds, [0.01], selection, entropy, task="COUGH", scale=20.0, seeds=[0, 1])
-    with pytest.raises(ConfigError, match="named like the rows"):
+    with pytest.raises(ConfigError, match="named like the models"):
         faq_cross_validation(base, bank, folds, [0.01], selection, entropy, task="COUGH", scale=20.0,
-                             baselines={"RCL": lambda m: m})
+                             baselines={FINAL: lambda m: m})

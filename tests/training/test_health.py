@@ -41,6 +41,17 @@ def test_a_run_stopped_inside_its_warm_up_is_inactive():
     assert "barely moved: mean cosine 1.00000" in health["reason"] and "0 of 4968 planned steps" in health["reason"]
 
 
+def test_a_run_stopped_early_after_its_warm_up_is_judged_on_the_steps_it_took():
+    """An entropy model early-stopped by design at step 2,000 of 4,968 (warm-up 497): 1,751 of its steps at half
+    the peak rate or more (35 % of the planned, 88 % of the taken): active. Stopped at 400, inside the warm-up, it
+    never reached the peak and is judged on the planned steps: inactive."""
+    config = TrainingConfig(learning_rate=2e-5, warmup_ratio=0.1)
+    after = training_health(config, 4968, 2000, _losses(0.5, 0.4, every=1000), start_cosine=0.99)
+    assert after["steps_at_half_peak"] == 2000 - 249 and after["active"], after["reason"]
+    inside = training_health(config, 4968, 400, _losses(0.5, 0.4, every=200), start_cosine=0.99)
+    assert not inside["active"] and "151 of 4968 planned steps" in inside["reason"]
+
+
 @pytest.mark.parametrize(("cosine", "loss", "steps", "inactive_because"), [
     (0.9989, 1.0, 100, None),
     (0.999, 1.0, 100, "barely moved"),  # the threshold itself is still

@@ -448,25 +448,34 @@ class ChapterRun:
 
         return GeometryCallback(self.geometry_pairs(), every_steps)
 
-    def record_geometry(self, model: str, embed, *, seed: int | None = None, trained=None, note: str = "") -> dict:
+    def record_geometry(self, model: str, embed, *, seed: int | None = None, trained=None, note: str = "",
+                        family: str | None = None, untouched: bool = False) -> dict:
         """Measure ``embed``'s geometry on :meth:`geometry_pairs` (:func:`sentcl.evaluation.geometry.evaluate_geometry`)
         and write it to ``<out>/geometry/<chapter>.csv`` as the model's final point; with ``trained``
         (a :class:`~sentcl.training.TrainingResult` of a run that had a geometry callback) its
-        trajectory too. Returns the measures. A run loaded from a cache written without the callback
-        has no trajectory: the final point is written and ``"trajectory_points"`` is 0."""
+        trajectory too. ``family``: the model family whose encoder the model is (``untouched``) or was
+        trained from (default: the run's only family), written as the point's ``encoder``, and its note
+        says which paper model that encoder stands in for. Returns the measures. A run loaded from a
+        cache written without the callback has no trajectory: the final point is written and
+        ``"trajectory_points"`` is 0."""
         from ..evaluation.geometry import evaluate_geometry
 
+        if family is None and len(self.models) == 1:
+            family = next(iter(self.models))
+        encoder = self.models[family] if family is not None else None
+        note = "; ".join(part for part in (self.stand_in(family) if family is not None else "", note) if part)
         pairs = self.geometry_pairs()
         measured = evaluate_geometry(pairs, embed)
         data = (f"{pairs.name} {pairs.split}: {len(pairs):,} pairs ({measured['n_positive_pairs']} scored above "
                 f"{measured['positive_threshold']:g}), {measured['n_sentences']:,} sentences; {self.data.describe()}")
-        common = {"model": model, "seed": seed, "profile": self.profile, "kind": self.kind, "data": data, "note": note}
-        points = [common | {"point": "final"} | {m: measured[m] for m in
+        common = {"model": model, "seed": seed, "profile": self.profile, "kind": self.kind, "data": data, "note": note,
+                  "encoder": encoder, "untouched": untouched}
+        points = [common | {"point": "final", "dimension": measured["dimension"]} | {m: measured[m] for m in
                   ("alignment", "uniformity", "anisotropy", "top_variance_share", "largest_dimension")}]
         history = Path(trained.output_dir) / "geometry.json" if trained is not None else None
         if history is not None and history.is_file():
             for h in read_json(history, "a geometry trajectory"):
-                points.append(common | {"point": "trajectory", "step": int(h["step"])}
+                points.append(common | {"point": "trajectory", "step": int(h["step"]), "untouched": False}
                               | {m: h[m] for m in ("alignment", "uniformity", "anisotropy", "top_variance_share") if m in h})
         save_geometry(self.out_dir, self.chapter, points, run_id=self.run_id)
         self._save_precision_uses()

@@ -212,14 +212,15 @@ def health_table(state: ChapterState) -> str:
         terms = [k for k in start if k not in ("step", "loss")]
         loss = f"{_num(start.get('loss'))} → {_num(end.get('loss'))}" + "".join(
             f"<br>{md(t)}: {_num(start.get(t))} → {_num(end.get(t))}" for t in terms)
-        rows.append([md(name), f"{h['trained_steps']} of {h['planned_steps']}", f"{h['peak_lr']:.2g}",
-                     f"{h['share_at_half_peak']:.0%}", loss,
+        stopped = " (stopped early)" if h["trained_steps"] < h["planned_steps"] else ""
+        rows.append([md(name), f"{h['trained_steps']} of {h['planned_steps']}{stopped}", f"{h['peak_lr']:.2g}",
+                     f"{h['steps_at_half_peak']} ({h['share_at_half_peak']:.0%})", loss,
                      "—" if h.get("start_cosine") is None else f"{h['start_cosine']:.4f}",
                      "yes" if h.get("active") else f"**no**: {md(h.get('reason', ''))}"])
     inactive = sum(not h.get("active") for h in seen.values())
     head = (f"**Did it train?** {len(seen)} trained models, {inactive} inactive"
             + (" (the claims resting on them are *not tested*)" if inactive else "") + ": optimizer steps taken of "
-            "those planned, the peak learning rate, the share of the planned steps at half of it or more, the "
+            "those planned, the peak learning rate, the steps at half of it or more (their share of the planned), the "
             "training loss (and each term of the objective) in the first and the last logged window, and the "
             "mean cosine of its embeddings to its starting model's on a fixed probe of sentences.\n")
     return head + md_table(["model", "steps", "peak lr", "≥ ½ peak", "loss: first → last", "cosine to start", "active"], rows)

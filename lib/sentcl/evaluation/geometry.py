@@ -21,13 +21,18 @@ compared across models. A zero vector stays zero.
 
 SimCSE (Gao et al. 2021, Fig. 2) measures alignment on STS-B pairs scored above 4 and
 uniformity on all STS-B sentences: :func:`evaluate_geometry` does that for a
-:class:`~sentcl.data.records.ScoredPairs`.
+:class:`~sentcl.data.records.ScoredPairs`. :func:`rank_correlations` asks whether a measure
+orders models as a task score does (Spearman's rho across the models).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 from scipy.special import logsumexp
+from scipy.stats import spearmanr
 
 from ..data.records import ScoredPairs
 from ..embeddings import Embed
@@ -167,7 +172,34 @@ def evaluate_geometry(
         "anisotropy": anisotropy(vectors, n_pairs=anisotropy_pairs, seed=seed),
         "top_variance_share": top_variance_share(vectors, k=min(top_dimensions, vectors.shape[1])),
         "largest_dimension": float(dimension_profile(vectors, top=1)[0]),
+        "dimension": int(vectors.shape[1]),
         "alpha": alpha,
         "t": t,
         "top_dimensions": top_dimensions,
     }
+
+
+GEOMETRY_MEASURES = ("alignment", "uniformity", "anisotropy", "top_variance_share")
+
+
+def rank_correlations(models: Sequence[Mapping[str, float]], score: str,
+                      measures: Sequence[str] = GEOMETRY_MEASURES) -> list[dict]:
+    """Does a geometry measure order models as ``score`` (e.g. the STS average) does? For each of
+    ``measures``, Spearman's rho across ``models`` (one mapping per model with the measures and the
+    score) between the measure and the score, its n and scipy's two-sided p (which assumes the models
+    are independent draws: seeds of a few methods from one encoder are not, so read p as a
+    description). The measures are lower-is-better: a negative rho means the better-placed models
+    score higher. NaN where a side is constant."""
+    if len(models) < 3:
+        raise ConfigError(f"a rank correlation across models needs at least 3 models, got {len(models)}")
+    out = []
+    scores = np.array([m[score] for m in models], dtype=np.float64)
+    for measure in measures:
+        values = np.array([m[measure] for m in models], dtype=np.float64)
+        if np.ptp(values) == 0 or np.ptp(scores) == 0:
+            rho, p = math.nan, math.nan
+        else:
+            result = spearmanr(values, scores)
+            rho, p = float(result.statistic), float(result.pvalue)
+        out.append({"measure": measure, "rho": rho, "p": p, "n": len(models)})
+    return out

@@ -33,12 +33,20 @@ embeddings :math:`Au^n_{q}` of model n, the index against the augmented index em
 augmented embeddings are fixed targets (precomputed, no gradient). Eq. 3 prints
 :math:`ind_j` in its first numerator; the text ("the first term is the cross-entropy of
 Eq. 1") settles it as :math:`ind_i`. All terms are means over the batch (as Eq. 1's
-cross-entropy in sentence-transformers' MNRL); the regulators use the same ``scale``.
+cross-entropy in sentence-transformers' MNRL).
 
-**Scale.** The paper prints :math:`\exp(\cos)` with no temperature (scale 1). Its base model,
-an SRoBERTa from sentence-transformers trained with MNRL, was trained with scale 20, which
-sentence-transformers' losses default to; ``scale`` is a parameter (the chapter's
-"Assumptions and deviations" says which value the paper profile takes and why).
+**Scales.** The paper prints :math:`\exp(\cos)` with no temperature (scale 1) in every term. Its
+base model, an SRoBERTa from sentence-transformers trained with MNRL, was trained with scale 20,
+which sentence-transformers' losses default to. ``scale`` multiplies the cosines of Eq. 1 (and of
+Eq. 2's softmax); ``regulator_scale`` those of the regulators, a separate parameter (default: the
+same as ``scale``): against their own augmented embeddings (cosine near 1) and the batch's others
+(near 0.2) the regulators' softmax is saturated at scale 20 (a term of about 0.005, no gradient to
+speak of) and a uniformity-like pull at scale 1. The chapter's "Assumptions and deviations" says
+which values the paper profile takes and why.
+
+**Terms.** :class:`EntropyLoss` notes its two terms ("Eq. 1" and "phi * entropy") and
+:class:`RegulatorLoss` its two ("Eq. 1" and "regulators") for the trainer's log and the run's
+health record.
 """
 
 from __future__ import annotations
@@ -76,6 +84,15 @@ def entropy_loss(
         phi: the weight φ of the entropy term (any sign; 0 gives Eq. 1).
         scale: multiplies the cosine inside exp (the paper: 1; sentence-transformers: 20).
     """
+    cross_entropy, entropy = entropy_terms(queries, indexes, hard_negatives, phi=phi, scale=scale)
+    return cross_entropy if entropy is None else cross_entropy + entropy
+
+
+def entropy_terms(
+    queries: Tensor, indexes: Tensor, hard_negatives: Sequence[Tensor] = (), *, phi: float, scale: float
+) -> tuple[Tensor, Tensor | None]:
+    """The two parts of Eq. 2 (:func:`entropy_loss`, same arguments), which add up to it: its Eq. 1 term
+    (the cross-entropy) and φ·H over j ≠ i (None for φ = 0)."""
     scale = check_scale(scale)
     phi = check_number("phi", phi)
     scores = _scores(queries, indexes, hard_negatives, scale)
@@ -83,11 +100,11 @@ def entropy_loss(
     log_s = F.log_softmax(scores, dim=1)
     cross_entropy = -log_s[positives, positives].mean()
     if phi == 0.0:
-        return cross_entropy
+        return cross_entropy, None
     others = torch.ones_like(log_s, dtype=torch.bool)
     others[positives, positives] = False
     entropy = -(log_s.exp() * log_s * others).sum(dim=1).mean()  # H over j ≠ i
-    return cross_entropy + phi * entropy
+    return cross_entropy, phi * entropy
 
 
 def regulator_loss(
@@ -97,6 +114,7 @@ def regulator_loss(
     augmented_indexes: Sequence[Tensor],
     *,
     scale: float,
+    regulator_scale: float | None = None,
     hard_negatives: Sequence[Tensor] = (),
 ) -> Tensor:
     r"""Eq. 3 of Tan et al. (2022), mean over the batch: Eq. 1 plus 2N contrastive regulators.
@@ -105,11 +123,12 @@ def regulator_loss(
         queries, indexes: the trainable embeddings :math:`q_i`, :math:`ind_i`, shape ``(M, d)``.
         augmented_queries: N tensors ``(M, d)``, :math:`Au^n_{q_i}` of entropy model n (detached).
         augmented_indexes: N tensors ``(M, d)``, :math:`Au^n_{ind_i}`.
-        scale: multiplies the cosine inside every exp.
+        scale: multiplies the cosine inside the exps of the Eq. 1 term.
+        regulator_scale: multiplies the cosine inside the regulators' exps (None: ``scale``).
         hard_negatives: extra candidates of the Eq. 1 term only (the NLI contradictions).
     """
     eq1, regulators = regulator_terms(queries, indexes, augmented_queries, augmented_indexes, scale=scale,
-                                      hard_negatives=hard_negatives)
+                                      regulator_scale=regulator_scale, hard_negatives=hard_negatives)
     return eq1 + regulators
 
 
@@ -120,11 +139,13 @@ def regulator_terms(
     augmented_indexes: Sequence[Tensor],
     *,
     scale: float,
+    regulator_scale: float | None = None,
     hard_negatives: Sequence[Tensor] = (),
 ) -> tuple[Tensor, Tensor]:
     """The two parts of Eq. 3 (:func:`regulator_loss`, same arguments): its Eq. 1 term and the sum of its
     2N contrastive regulators (0 without entropy models)."""
     scale = check_scale(scale)
+    regulator_scale = scale if regulator_scale is None else check_scale(regulator_scale)
     if len(augmented_queries) != len(augmented_indexes):
         raise ConfigError(
             f"one augmented query and one augmented index set per entropy model: got "
@@ -140,8 +161,8 @@ def regulator_terms(
     for trainable, augmented in ((queries, augmented_queries), (indexes, augmented_indexes)):
         check_columns([trainable, *augmented], ["trainable embeddings"] + [f"augmented set {k}" for k in range(n)])
         targets = F.normalize(torch.stack([t.detach() for t in augmented]).to(trainable.dtype), p=2, dim=-1)
-        # all N regulators at once: scores[n, i, k] = scale * cos(trainable_i, Au^n_k)
-        scores = scale * torch.einsum("id,nkd->nik", F.normalize(trainable, p=2, dim=-1), targets)
+        # all N regulators at once: scores[n, i, k] = regulator_scale * cos(trainable_i, Au^n_k)
+        scores = regulator_scale * torch.einsum("id,nkd->nik", F.normalize(trainable, p=2, dim=-1), targets)
         regulators = regulators + n * F.cross_entropy(scores.reshape(n * m, m), positives)  # the sum over n of each mean over i
     return eq1, regulators
 
@@ -157,7 +178,11 @@ class EntropyLoss(SentclLoss):
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None) -> Tensor:
         _no_labels(type(self).__name__, labels, embeddings)
         queries, indexes, *negatives = embeddings
-        return entropy_loss(queries, indexes, negatives, phi=self.phi, scale=self.scale)
+        eq1, entropy = entropy_terms(queries, indexes, negatives, phi=self.phi, scale=self.scale)
+        if entropy is None:  # φ = 0: Eq. 1 alone (the FAQ variant's initial model), one term
+            return eq1
+        self.note_terms(**{"Eq. 1": eq1, "phi * entropy": entropy})
+        return eq1 + entropy
 
     def get_config_dict(self) -> dict[str, Any]:
         return {"phi": self.phi, "scale": self.scale}
@@ -171,15 +196,18 @@ class RegulatorLoss(SentclLoss):
         stores: one :class:`~sentcl.embeddings.store.EmbeddingStore` per entropy model, each with
             the columns ``query`` and ``index`` (the augmented embeddings of every training row),
             looked up by the batch's example ids (``batch_extras = ("ids",)``).
-        scale: multiplies the cosine inside every exp.
+        scale: multiplies the cosine inside the exps of the Eq. 1 term.
+        regulator_scale: multiplies the cosine inside the regulators' exps (None: ``scale``).
     """
 
     batch_extras = ("ids",)
 
-    def __init__(self, model: nn.Module, stores: Sequence[Any], scale: float = 20.0) -> None:
+    def __init__(self, model: nn.Module, stores: Sequence[Any], scale: float = 20.0,
+                 regulator_scale: float | None = None) -> None:
         super().__init__(model)
         self.stores = list(stores)
         self.scale = check_scale(scale)
+        self.regulator_scale = self.scale if regulator_scale is None else check_scale(regulator_scale)
         for store in self.stores:
             missing = {"query", "index"} - set(store.columns)
             if missing:
@@ -196,13 +224,14 @@ class RegulatorLoss(SentclLoss):
             stacked = np.stack([s.array(c)[r] for c in ("query", "index") for s, r in zip(self.stores, rows, strict=True)])
             augmented = list(torch.from_numpy(stacked).to(device=queries.device, dtype=torch.float32))
         eq1, regulators = regulator_terms(
-            queries, indexes, augmented[:n], augmented[n:], scale=self.scale, hard_negatives=negatives
+            queries, indexes, augmented[:n], augmented[n:], scale=self.scale, regulator_scale=self.regulator_scale,
+            hard_negatives=negatives,
         )
         self.note_terms(**{"Eq. 1": eq1, "regulators": regulators})
         return eq1 + regulators
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {"scale": self.scale, "stores": [s.fingerprint for s in self.stores]}
+        return {"scale": self.scale, "regulator_scale": self.regulator_scale, "stores": [s.fingerprint for s in self.stores]}
 
 
 def _no_labels(name: str, labels: Tensor | None, embeddings: list[Tensor]) -> None:
@@ -212,4 +241,4 @@ def _no_labels(name: str, labels: Tensor | None, embeddings: list[Tensor]) -> No
         raise ConfigError(f"{name} expects (query, index[, hard negative...]) columns, got {len(embeddings)}")
 
 
-__all__ = ["EntropyLoss", "RegulatorLoss", "entropy_loss", "regulator_loss", "regulator_terms"]
+__all__ = ["EntropyLoss", "RegulatorLoss", "entropy_loss", "entropy_terms", "regulator_loss", "regulator_terms"]

@@ -42,14 +42,15 @@ scheduler): ``benchmarks/trainer_step_time.py`` measures both on the same batche
 
 Modules: :mod:`~sentcl.training.config` (:class:`TrainingConfig`, :class:`WarmupSchedule`, and
 when a step logs, evaluates, checkpoints), :mod:`~sentcl.training.samplers`,
-:mod:`~sentcl.training.callbacks` (:class:`Callback`, :class:`GeometryCallback`),
+:mod:`~sentcl.training.callbacks` (:class:`Callback`, :class:`GeometryCallback`,
+:class:`LossEarlyStopping`),
 :mod:`~sentcl.training.trainer` (:class:`Trainer`, :class:`TrainingResult`),
 :mod:`~sentcl.training.checkpoint` (:class:`TrainerState`, checkpoint files and a run's output
 folder, random state, :func:`seed_everything`), :mod:`~sentcl.training.gradcache`,
 :mod:`~sentcl.training.distributed`.
 """
 
-from sentcl.training.callbacks import Callback, GeometryCallback
+from sentcl.training.callbacks import Callback, GeometryCallback, LossEarlyStopping
 from sentcl.training.checkpoint import TrainerState, checkpoints, latest_checkpoint, seed_everything
 from sentcl.training.config import TrainingConfig, WarmupSchedule
 from sentcl.training.samplers import (
@@ -65,6 +66,7 @@ __all__ = [
     "BatchSampler",
     "Callback",
     "GeometryCallback",
+    "LossEarlyStopping",
     "NoDuplicatesBatchSampler",
     "RandomBatchSampler",
     "SequentialBatchSampler",

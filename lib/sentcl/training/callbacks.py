@@ -8,6 +8,9 @@ handed back to :meth:`Callback.load_state_dict` on resume, so a history it recor
 whether or not the run was interrupted. With several processes every process runs its
 callbacks; checkpoints hold the first process's state (``trainer.procs.is_main``), which every
 process gets back on resume.
+
+Two callbacks: :class:`GeometryCallback` (alignment, uniformity and anisotropy during training) and
+:class:`LossEarlyStopping` (stop once the training loss no longer falls).
 """
 
 from __future__ import annotations
@@ -113,4 +116,76 @@ class GeometryCallback(Callback):
         self.history = [dict(h) for h in state["history"]]
 
 
-__all__ = ["MEASURES", "Callback", "GeometryCallback"]
+class LossEarlyStopping(Callback):
+    """Stop training when the mean training loss of a window of ``window`` optimizer steps has not fallen
+    below its lowest for ``patience`` windows.
+
+    Patience is counted in windows, as Hugging Face's ``EarlyStoppingCallback`` counts it in evaluations
+    (each a window of ``eval_steps`` steps; 500 by default, its ``logging_steps``): every ``window`` steps
+    the mean loss of those steps is compared with the lowest window so far, and training stops once
+    ``patience`` windows in a row have passed without a new lowest, so no earlier than step
+    ``window × (patience + 1)`` (:meth:`earliest_stop`). ``window = 1`` compares the losses of single
+    batches, whose noise ends a converged run within a few steps. The model is the one where training
+    stopped (Keras' ``EarlyStopping`` by default), not the best window's.
+
+    A run whose warm-up is not over by the earliest stop would be judged on losses taken at a fraction
+    of its learning rate: :meth:`on_train_begin` refuses it with a :class:`~sentcl.errors.ConfigError`.
+
+    The trainer adds each step's loss to ``state.loss_since_log`` (emptied when it logs) before it calls
+    :meth:`on_step_end`; the step's loss is what that running sum grew by. The state (lowest mean,
+    windows since, the window in progress) is checkpointed, so a resumed run stops where an
+    uninterrupted one would; :attr:`history` holds every window's mean and the lowest so far.
+    """
+
+    name = "loss-early-stopping"
+
+    def __init__(self, patience: int = 3, window: int = 1) -> None:
+        self.patience = check_positive_int("patience", patience)
+        self.window = check_positive_int("window", window)
+        self.best: float | None = None
+        self.since_best = 0
+        self.window_losses: list[float] = []
+        self.seen = (0.0, 0)  # (total, count) of state.loss_since_log after the previous step
+        self.history: list[dict[str, float]] = []
+
+    def earliest_stop(self) -> int:
+        """The first optimizer step after which this callback can stop a run."""
+        return self.window * (self.patience + 1)
+
+    def on_train_begin(self, trainer: Trainer) -> None:
+        cfg, total = trainer.config, trainer.state.total_steps
+        warmup = 0 if cfg.scheduler == "constant" else cfg.schedule(total).warmup_steps
+        if warmup >= self.earliest_stop() < total:
+            raise ConfigError(
+                f"{trainer.name or 'this run'}: early stopping after {self.patience} windows of {self.window} steps "
+                f"could stop it at step {self.earliest_stop()}, inside its warm-up of {warmup} of {total} steps, "
+                "before its learning rate has risen: lengthen the window or shorten the warm-up"
+            )
+
+    def on_step_end(self, trainer: Trainer) -> None:
+        running = trainer.state.loss_since_log
+        total, count = self.seen if running.count > self.seen[1] else (0.0, 0)
+        self.seen = (running.total, running.count)
+        self.window_losses.append((running.total - total) / (running.count - count))
+        if len(self.window_losses) < self.window:
+            return
+        mean, self.window_losses = sum(self.window_losses) / self.window, []
+        if self.best is None or mean < self.best:
+            self.best, self.since_best = mean, 0
+        else:
+            self.since_best += 1
+        self.history.append({"step": trainer.state.global_step, "loss": mean, "lowest": self.best})
+        if self.since_best >= self.patience:
+            trainer.state.stopped_early = True
+
+    def state_dict(self) -> dict:
+        return {"best": self.best, "since_best": self.since_best, "window_losses": list(self.window_losses),
+                "seen": list(self.seen), "history": [dict(h) for h in self.history]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.best, self.since_best = state["best"], state["since_best"]
+        self.window_losses, self.seen = list(state["window_losses"]), tuple(state["seen"])
+        self.history = [dict(h) for h in state["history"]]
+
+
+__all__ = ["MEASURES", "Callback", "GeometryCallback", "LossEarlyStopping"]

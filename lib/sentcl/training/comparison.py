@@ -9,8 +9,9 @@ same batch size, learning rate, schedule, number of steps and seed for every met
 - **BSC** -- the symmetric batch-softmax contrastive loss with L2 normalisation (Chernyavskiy et al.
   2022, Eqs. 1-4) and example-based shuffling (their Algorithm 1: groups of nearest neighbours
   under the current model, re-encoded every epoch).
-- **RCL** -- Algorithm 1 of Tan et al. (2022): entropy models (Eq. 2, one per φ, early stopping),
-  their augmented-embedding stores, then the final model with Eq. 3's regulators. The entropy
+- **RCL** -- Algorithm 1 of Tan et al. (2022): entropy models (Eq. 2, one per φ, early stopping
+  after ``patience`` windows of ``window`` steps, their own warm-up), their augmented-embedding stores,
+  then the final model with Eq. 3's regulators (at ``regulator_scale``). The entropy
   models are trained once, with ``settings.entropy_seed``, and shared by every seed of the final
   model; each seed's cost still counts them in full (what one RCL model costs).
 - **IFCL** -- identical and fraternal twins (Xiao et al. 2023): the queue InfoNCE with the
@@ -60,7 +61,9 @@ class MethodSettings:
     """Each method's own hyperparameters; the defaults are the papers' (section cited)."""
 
     scale: float = 20.0
-    """MNRL and RCL: the cosine's scale (sentence-transformers' default; RCL's Eq. 1 prints none)."""
+    """MNRL and RCL's Eq. 1 (and Eq. 2): the cosine's scale (sentence-transformers' default; RCL prints none)."""
+    regulator_scale: float = 1.0
+    """RCL's regulators: the cosine's scale, as Eq. 3 prints it (the RCL chapter's reading)."""
     bsc_temperature: float = 0.1
     """BSC τ, §5.2: "0.1 otherwise"."""
     group_size: int = 8
@@ -72,8 +75,12 @@ class MethodSettings:
     entropy_steps: int | None = None
     """RCL entropy models' step budget (None: the config's); they stop early anyway."""
     entropy_seed: int = 0
+    entropy_warmup_ratio: float = 0.1
+    """RCL entropy models' warm-up (the budget's 10 %; the RCL chapter's reading)."""
     patience: int = 3
-    """RCL early stopping: "if the loss doesn't decrease within 3 steps" (Appendix A.1)."""
+    """RCL early stopping: "if the loss doesn't decrease within 3 steps" (Appendix A.1), 3 windows..."""
+    window: int = 500
+    """... of this many steps each (Hugging Face's evaluation interval; the RCL chapter's reading)."""
     ifcl_temperature: float = 0.05
     """IFCL τ (SimCSE's 0.05; the slides give none)."""
     queue_batches: int = 3
@@ -143,19 +150,19 @@ def train_method(
     stages: dict[str, float] = {}
     upstream: list[TrainingResult] = []
     if method == "RCL":
-        entropy_config = replace(config, seed=settings.entropy_seed,
+        entropy_config = replace(config, seed=settings.entropy_seed, warmup_ratio=settings.entropy_warmup_ratio,
                                  max_steps=settings.entropy_steps or config.max_steps, eval_steps=None,
                                  eval_fraction=None, metric_for_best=None)
         augmented = augment(load_base, pairs, settings.phis, entropy_config, scale=settings.scale,
-                            patience=settings.patience, sampler=NoDuplicatesBatchSampler, train=train,
-                            show_progress=False)
+                            patience=settings.patience, window=settings.window, sampler=NoDuplicatesBatchSampler,
+                            train=train, show_progress=False)
         for phi in augmented.phis:
             stages[f"entropy model φ={phi:g}"] = stage_seconds(augmented.results[phi].output_dir)
             stages[f"store φ={phi:g}"] = stage_seconds(augmented.stores[phi].path)
         upstream = [augmented.results[phi] for phi in augmented.phis]
         model, result = train_final_model(load_base, pairs, augmented.stores_for(augmented.phis), config,
-                                          scale=settings.scale, sampler=NoDuplicatesBatchSampler(), train=train,
-                                          callbacks=callbacks, name=name)
+                                          scale=settings.scale, regulator_scale=settings.regulator_scale,
+                                          sampler=NoDuplicatesBatchSampler(), train=train, callbacks=callbacks, name=name)
     else:
         model = load_base()
         data, loss, sampler = _setup(method, pairs, config, settings)

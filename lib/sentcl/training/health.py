@@ -27,13 +27,16 @@ record a chapter writes), with
     (``start_cosine`` ≥ :data:`STILL_COSINE`), its loss was already about zero at the first logged
     window (≤ :data:`SOLVED_LOSS`: the objective was solved before training began), or fewer than
     :data:`MIN_SHARE_AT_HALF_PEAK` of its planned steps ran at half its peak rate or more (it stopped
-    inside its warm-up, say).
+    inside its warm-up, say). A run that early stopping ended *after* it reached its peak rate (RCL's
+    entropy models: stopped once their loss no longer falls, by design long before the planned epoch
+    ends) is judged on the steps it took instead: at least :data:`MIN_SHARE_AT_HALF_PEAK` of them at
+    half the peak rate or more.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -98,13 +101,15 @@ def training_health(
         "start_cosine": start_cosine,
     }
     reasons = []
+    stopped_after_peak = 0 < trained_steps < planned_steps and peak > 0 and float(taken.max()) >= peak * (1 - 1e-9)
+    judged, of = (at_half / trained_steps, "taken") if stopped_after_peak else (share, "planned")
     if start_cosine is not None and start_cosine >= STILL_COSINE:
         reasons.append(f"barely moved: mean cosine {start_cosine:.5f} to its start (>= {STILL_COSINE})")
     if losses and losses[0]["loss"] is not None and losses[0]["loss"] <= SOLVED_LOSS:
         reasons.append(f"loss {losses[0]['loss']:.2g} at step {losses[0]['step']}: the objective was already solved")
-    if share < MIN_SHARE_AT_HALF_PEAK:
-        reasons.append(f"{at_half} of {planned_steps} planned steps at >= half the peak learning rate "
-                       f"({share:.0%} < {MIN_SHARE_AT_HALF_PEAK:.0%})")
+    if judged < MIN_SHARE_AT_HALF_PEAK:
+        reasons.append(f"{at_half} of {trained_steps if of == 'taken' else planned_steps} {of} steps at >= half the "
+                       f"peak learning rate ({judged:.0%} < {MIN_SHARE_AT_HALF_PEAK:.0%})")
     return health | {"active": not reasons, "reason": "; ".join(reasons)}
 
 
@@ -114,10 +119,35 @@ def describe_health(health: dict[str, Any] | None) -> str:
         return "no health record (a run finished before health was recorded)"
     start, end = health["loss_start"] or {}, health["loss_end"] or {}
     cosine = "—" if health["start_cosine"] is None else f"{health['start_cosine']:.4f}"
-    text = (f"{health['trained_steps']} of {health['planned_steps']} steps ({health['share_at_half_peak']:.0%} of the planned at "
-            f">= half the peak lr {health['peak_lr']:.2g}); loss {start.get('loss', float('nan')):.4g} -> "
+    text = (f"{health['trained_steps']} of {health['planned_steps']} steps"
+            f"{' (stopped early)' if health['trained_steps'] < health['planned_steps'] else ''} "
+            f"({health['steps_at_half_peak']} at >= half the peak lr {health['peak_lr']:.2g}); loss {start.get('loss', float('nan')):.4g} -> "
             f"{end.get('loss', float('nan')):.4g}; cosine to its start {cosine}")
     return text + ("; active" if health["active"] else f"; INACTIVE: {health['reason']}")
+
+
+def health_frame(runs: Mapping[str, dict[str, Any] | None]):
+    """A table of health records (``{name: health}``), one row per run: steps taken of those planned,
+    whether early stopping ended it, the peak learning rate and the steps at half of it or more, the loss
+    and each of its terms in the first -> the last logged window, the cosine to its start, and whether it
+    is active (or why not). A :class:`pandas.DataFrame` indexed by name."""
+    import pandas as pd
+
+    rows = {}
+    for name, h in runs.items():
+        if h is None:
+            rows[name] = {"active": "no health record"}
+            continue
+        start, end = h["loss_start"] or {}, h["loss_end"] or {}
+        row = {"steps": f"{h['trained_steps']} of {h['planned_steps']}",
+               "stopped early": "yes" if h["trained_steps"] < h["planned_steps"] else "no",
+               "peak lr": f"{h['peak_lr']:.2g}", "steps at >= half the peak lr": h["steps_at_half_peak"]}
+        for term in [k for k in start if k != "step"]:
+            row[f"{term}: first -> last window"] = f"{start[term]:.4g} -> {end.get(term, float('nan')):.4g}"
+        row["cosine to its start"] = "—" if h["start_cosine"] is None else f"{h['start_cosine']:.4f}"
+        row["active"] = "yes" if h["active"] else f"no: {h['reason']}"
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def _window(entry: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +160,7 @@ __all__ = [
     "SOLVED_LOSS",
     "STILL_COSINE",
     "describe_health",
+    "health_frame",
     "mean_cosine",
     "probe_sentences",
     "training_health",

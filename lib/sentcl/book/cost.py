@@ -1,0 +1,178 @@
+"""What the RCL chapter's paper profile costs on a GPU: every training and encoding its parameters imply,
+counted from them, times the step times and the encoding rate a benchmark measured.
+
+:func:`rcl_stages` walks the chapter notebook's loops over a profile's parameters (the same rows, seeds
+and folds) and returns one :class:`Stage` per kind of work: the entropy models (early-stopped: between
+the earliest stop the patience allows and their planned steps), their stores (and the control's store
+of the base model's embeddings), the final models of Tables 1, 3, 4 and 5 grouped by the step they run
+(Eq. 1, or Eq. 3 with so many regulators), the STS-B dev evaluations that select them, the scoring of
+every row and seed on the STS test sets, and Table 2's folds (initial, baseline, entropy and final
+models, their dev-MAP evaluations against the whole bank, their stores and test rankings). A training
+run that the notebook's cache shares between rows (attention dropout at the encoders' own rate is the
+Eq. 1 run of the same seed) is counted once. :func:`projection` multiplies the counts by the measured
+seconds per optimizer step (``benchmarks/results/rcl_gpu_h100.json``) and sentences per second.
+
+Sizes the parameters do not hold (:data:`PAPER_SIZES`): the NLI training triplets, the FAQ banks, the
+STS-B dev set; the STS test sets' sizes come from the data registry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+
+PAPER_SIZES: dict[str, Any] = {
+    # Issue 23: the paper profile plans 4,968 optimizer steps of 64 per epoch on the premise triplets of
+    # SNLI + MultiNLI train (not countable offline): at most 317,952 triplets.
+    "nli_rows": 4_968 * 64,
+    # FAQ pairs per bank: FAQIR 4,133 (§4.1, the registry); COUGH's English FAQ bank 7,117 items (its README).
+    "faq_pairs": {"faqir": 4_133, "cough": 7_117},
+    "stsb_dev_pairs": 1_500,
+}
+ENCODER_ATTENTION_DROPOUT = 0.1
+"""BERT's and RoBERTa's own attention dropout: the switch at this rate trains the Eq. 1 run (book/rcl.md)."""
+MEASURED_STEPS = {0: "plain_eq1", 4: "final_4_regulators", 8: "final_8_regulators"}
+"""The benchmark's measured steps by number of regulators; Eq. 2's step is ``"entropy_eq2"``."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """``runs`` runs of one kind of work: each ``steps`` optimizer steps at most (``fewest_steps`` at
+    least, for early-stopped runs) of the measured ``step``, and ``sentences`` sentences encoded."""
+
+    what: str
+    runs: int
+    steps: int = 0
+    step: str = ""
+    fewest_steps: int | None = None
+    sentences: int = 0
+
+
+def measured_step(regulators: int) -> str:
+    """The measured step a final model with ``regulators`` regulators runs at: the nearest measured
+    count (a tie: the larger), as the regulators' lookups cost little beside the encoder's step."""
+    return MEASURED_STEPS[min(MEASURED_STEPS, key=lambda n: (abs(n - regulators), -n))]
+
+
+def run_steps(rows: int, batch_size: int, epochs: int, max_steps: int = 0) -> int:
+    """Optimizer steps of a run over ``rows`` in batches of ``batch_size`` for ``epochs``, cut at ``max_steps`` (0: not)."""
+    steps = epochs * math.ceil(rows / batch_size)
+    return min(steps, max_steps) if max_steps else steps
+
+
+def rcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> list[Stage]:
+    """Every training and encoding the RCL notebook runs with parameters ``p`` (a profile's resolved
+    parameters), on data of ``sizes`` (:data:`PAPER_SIZES`), as :class:`Stage` rows (module doc)."""
+    from ..data import info
+    from ..evaluation.tasks import task
+
+    rows, batch, k_rcl, phis = sizes["nli_rows"], p["batch_size"], p["rcl_entropy_models"], p["phis"]
+    if k_rcl > len(phis):
+        raise ConfigError(f"rcl_entropy_models = {k_rcl} exceeds the {len(phis)} phis")
+    final_steps = run_steps(rows, batch, p["epochs"], p["max_steps"])
+    entropy_steps = run_steps(rows, batch, p["epochs"], p["entropy_max_steps"])
+    earliest = min(entropy_steps, p["early_stopping_window"] * (p["early_stopping_patience"] + 1))
+    evaluations = _evaluations(p["final_eval_fraction"], p["epochs"], final_steps)
+    dev = 2 * (p["dev_max_pairs"] or sizes["stsb_dev_pairs"])
+    sizes_sts = [info(task(t).dataset).splits[task(t).split].count for t in p["sts_tasks"]]
+    if any(n is None for n in sizes_sts):
+        raise ConfigError(f"the registry has no test-set size for one of {p['sts_tasks']}")
+    sts = 2 * sum(min(int(n), p["sts_max_pairs"] or int(n)) for n in sizes_sts if n is not None)
+    control = bool(p["base_regulators_control"])
+
+    finals: list[tuple[int, int, str, str]] = []  # (regulators, seed, row, group) of every row x seed the notebook trains
+    for seed in p["seeds"]:
+        finals += [(0, seed, "Eq. 1", "Eq. 1 fine-tuning"), (2 * k_rcl, seed, "RCL", "RCL")]
+        finals += [(2 * k_rcl, seed, "control", "control")] if control else []
+    for seed in p["baseline_seeds"]:
+        finals += [(0, seed, f"attention dropout {q:g}", "attention dropout") for q in p["attention_dropout_ps"]]
+        finals += [(0, seed, f"DropHead {q:g}", "DropHead") for q in p["drophead_ps"]]
+        finals += [(2 * k, seed, f"{2 * k} regulators", "Table 4") for k in p["table4_entropy_models"]
+                   if k != k_rcl and k <= len(phis)]
+    shared = {(0, seed, f"attention dropout {ENCODER_ATTENTION_DROPOUT:g}") for seed in p["seeds"]}  # the Eq. 1 run
+    trained = [f for f in finals if f[:3] not in shared]
+    stages = [
+        Stage("entropy models (Eq. 2), early-stopped", len(phis), entropy_steps, "entropy_eq2", earliest),
+        Stage("stores: every query and index" + (", and the base's for the control" if control else ""),
+              len(phis) + control, sentences=2 * rows),
+    ]
+    for regulators in sorted({f[0] for f in trained}):
+        groups = dict.fromkeys(group for r, _, _, group in trained if r == regulators)
+        objective = "Eq. 1" if not regulators else f"Eq. 3 with {regulators} regulators"
+        stages.append(Stage(f"final models, {objective} ({', '.join(groups)})", sum(f[0] == regulators for f in trained),
+                            final_steps, measured_step(regulators), sentences=evaluations * dev))
+    stages.append(Stage("STS test sets: every row and seed scored", 1 + len(phis) + len(finals), sentences=sts))
+    for name in p["faq_datasets"].values():
+        if sizes["faq_pairs"].get(name):
+            stages += _faq_stages(p, name, sizes["faq_pairs"][name])
+    return stages
+
+
+def _faq_stages(p: Mapping[str, Any], name: str, pairs: int) -> list[Stage]:
+    """Table 2 on one FAQ bank of ``pairs`` pairs: per fold, the initial model, the distinct baselines and the
+    final model (each selected on dev MAP against the whole bank), the entropy models and stores, the test ranking."""
+    folds, batch, k_rcl = p["faq_folds"], p["batch_size"], p["rcl_entropy_models"]
+    learning = pairs * (folds - 1) / folds
+    train, dev, test = round(learning * (1 - p["faq_dev_fraction"])), round(learning * p["faq_dev_fraction"]), pairs / folds
+    selected_steps = run_steps(train, batch, p["faq_epochs"], p["faq_max_steps"])
+    entropy_steps = run_steps(train, batch, p["epochs"], p["entropy_max_steps"])
+    earliest = min(entropy_steps, p["early_stopping_window"] * (p["early_stopping_patience"] + 1))
+    evaluations = _evaluations(p["faq_eval_fraction"], p["faq_epochs"], selected_steps)
+    baselines = [q for q in p["attention_dropout_ps"] if q != ENCODER_ATTENTION_DROPOUT] + list(p["drophead_ps"])
+    return [
+        Stage(f"{name}: initial and baseline models (Eq. 1), per fold", folds * (1 + len(baselines)), selected_steps,
+              "plain_eq1", sentences=evaluations * round(dev + pairs)),
+        Stage(f"{name}: entropy models and stores, per fold", folds * k_rcl, entropy_steps, "entropy_eq2", earliest,
+              sentences=2 * train),
+        Stage(f"{name}: final models, per fold", folds, selected_steps, measured_step(2 * k_rcl),
+              sentences=evaluations * round(dev + pairs)),
+        Stage(f"{name}: test questions ranking the bank, per fold and model",
+              folds * (3 + len(p["attention_dropout_ps"]) + len(p["drophead_ps"])),
+              sentences=round(test + pairs)),
+    ]
+
+
+def _evaluations(fraction: float, epochs: int, steps: int) -> int:
+    """Evaluations of a run that evaluates every ``fraction`` of an epoch (0: none), at most one per step."""
+    return min(steps, math.ceil(round(1 / fraction, 9)) * epochs) if fraction else 0
+
+
+def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`projection` of the RCL chapter's paper profile (its notebook's defaults and profile, as shipped)
+    from a ``benchmarks/rcl_gpu.py`` record (``measured["results"]``: each stage's ``median_step_s``, the
+    store's ``store_write_sentences_per_s``), with the stages' counts (:func:`rcl_stages`)."""
+    from ..paths import notebook_file
+    from .parameters import chapter_profiles
+
+    paper = chapter_profiles(notebook_file("rcl.ipynb"))["paper"]
+    results = measured["results"]
+    steps = {name: r["median_step_s"] for name, r in results.items() if "median_step_s" in r}
+    return projection(rcl_stages(paper), steps, results["store"]["store_write_sentences_per_s"])
+
+
+def projection(stages: Sequence[Stage], step_seconds: Mapping[str, float], sentences_per_s: float) -> dict[str, Any]:
+    """Hours per stage and in total, from ``step_seconds`` (measured step -> seconds per optimizer step) and
+    the encoding rate: ``{"table": [{"stage", "runs", "steps each", "hours", "hours (fewest steps)"}],
+    "hours", "hours_fewest"}``; an early-stopped stage's fewest hours take its earliest stop."""
+    missing = sorted({s.step for s in stages if s.step and s.step not in step_seconds})
+    if missing:
+        raise ConfigError(f"no measured step time for {missing}; measured: {sorted(step_seconds)}")
+    table: list[dict[str, Any]] = []
+    for s in stages:
+        per_step = step_seconds[s.step] if s.step else 0.0
+        encode = s.runs * s.sentences / sentences_per_s
+        most = s.runs * s.steps * per_step + encode
+        fewest = s.runs * (s.steps if s.fewest_steps is None else s.fewest_steps) * per_step + encode
+        steps = "" if not s.steps else (f"{s.fewest_steps:,}–{s.steps:,}" if s.fewest_steps not in (None, s.steps) else f"{s.steps:,}")
+        table.append({"stage": s.what, "runs": s.runs, "steps each": steps, "sentences each": s.sentences,
+                      "hours": round(most / 3600, 3), "hours (fewest steps)": round(fewest / 3600, 3)})
+    return {"table": table, "hours": round(sum(float(r["hours"]) for r in table), 2),
+            "hours_fewest": round(sum(float(r["hours (fewest steps)"]) for r in table), 2)}
+
+
+__all__ = ["ENCODER_ATTENTION_DROPOUT", "MEASURED_STEPS", "PAPER_SIZES", "Stage", "measured_step", "projection",
+           "rcl_paper_projection", "rcl_stages", "run_steps"]

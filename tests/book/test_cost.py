@@ -1,0 +1,69 @@
+"""The RCL paper profile's cost, counted from its parameters (sentcl.book.cost): every training the notebook runs
+for Tables 1-5 and Table 2's folds, summed here by hand from the profile, times a step-time table."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from sentcl.book import parameters
+from sentcl.book.cost import PAPER_SIZES, measured_step, projection, rcl_paper_projection, rcl_stages, run_steps
+from sentcl.paths import benchmark_result
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "rcl.ipynb"
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return parameters.chapter_profiles(NOTEBOOK)["paper"]
+
+
+def test_the_paper_profile_counts_every_training_it_runs(paper):
+    """5 entropy models; per seed Eq. 1, RCL and the control; per baseline seed attention dropout 0.1-0.3 (0.1 is the
+    encoders' own rate: the Eq. 1 run of that seed, trained once), DropHead 0.1-0.3 and Table 4's 2, 4, 6 and 10
+    regulators; every row and seed scored; per FAQ bank and fold the initial model, 5 distinct baselines, 4 entropy
+    models and the final model."""
+    stages = rcl_stages(paper)
+    by = {s.what: s for s in stages}
+    seeds, baseline_seeds = len(paper["seeds"]), len(paper["baseline_seeds"])
+    assert (seeds, baseline_seeds, len(paper["phis"])) == (5, 5, 5)
+    epoch = math.ceil(PAPER_SIZES["nli_rows"] / 64)
+    assert epoch == 4968
+    entropy = by["entropy models (Eq. 2), early-stopped"]
+    assert (entropy.runs, entropy.steps, entropy.fewest_steps) == (5, 4968, 500 * 4)
+    finals = [s for s in stages if s.what.startswith("final models")]
+    eq1 = seeds + baseline_seeds * (3 - 1) + baseline_seeds * 3  # Eq. 1; attention dropout 0.2, 0.3; DropHead x 3
+    regulated = seeds * 2 + baseline_seeds * 4  # RCL and the control (8 regulators); Table 4's 2, 4, 6, 10
+    assert sum(s.runs for s in finals) == eq1 + regulated == 60
+    assert {s.step for s in finals} == {"plain_eq1", "final_4_regulators", "final_8_regulators"}
+    assert all(s.steps == epoch and s.sentences == 10 * 3000 for s in finals)  # one epoch, STS-B dev every 10 %
+    assert by["STS test sets: every row and seed scored"].runs == 1 + 5 + seeds * 3 + baseline_seeds * (3 + 3 + 4)
+    assert by["STS test sets: every row and seed scored"].sentences == 2 * (3108 + 1500 + 3750 + 3000 + 1186 + 1379 + 4927)
+    assert by["stores: every query and index, and the base's for the control"].runs == 6
+    faq = [s for s in stages if s.what.startswith(("faqir", "cough")) and s.steps]
+    assert sum(s.runs for s in faq) == 2 * 5 * (1 + 5 + 4 + 1)
+    faqir_train = round(4133 * 4 / 5 * 0.9)
+    assert by["faqir: initial and baseline models (Eq. 1), per fold"].steps == 3 * math.ceil(faqir_train / 64)
+    # the total, by hand: every run's steps at one second each, every sentence at 1,000 a second
+    seconds = {"entropy_eq2": 1.0, "plain_eq1": 1.0, "final_4_regulators": 1.0, "final_8_regulators": 1.0}
+    hours = projection(stages, seconds, 1000.0)
+    steps = 5 * 4968 + 60 * 4968 + sum(s.runs * s.steps for s in faq)
+    sentences = sum(s.runs * s.sentences for s in stages)
+    assert hours["hours"] == pytest.approx((steps + sentences / 1000) / 3600, abs=0.01)
+    assert hours["hours"] - hours["hours_fewest"] == pytest.approx(5 * (4968 - 2000) / 3600, abs=0.01)
+
+
+def test_measured_steps_and_run_steps():
+    assert [measured_step(r) for r in (0, 2, 4, 6, 8, 10)] == ["plain_eq1"] + ["final_4_regulators"] * 2 + [
+        "final_8_regulators"] * 3
+    assert run_steps(960, 16, 1) == 60 and run_steps(960, 16, 2, max_steps=100) == 100 and run_steps(5, 64, 3) == 3
+
+
+def test_the_recorded_projection_is_the_profiles():
+    """benchmarks/results/rcl_gpu_h100.json holds the projection the library computes from its measurements."""
+    recorded = json.loads(benchmark_result("rcl_gpu_h100.json").read_text(encoding="utf-8"))
+    assert recorded["projection"] == rcl_paper_projection(recorded)
+    assert recorded["projection"]["hours"] > 10 * recorded["results"]["final_8_regulators"]["median_step_s"] * 4968 / 3600
