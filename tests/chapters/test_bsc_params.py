@@ -162,7 +162,7 @@ def test_the_miniatures_report_the_mean_and_spread_over_several_seeds(profiles):
 def _setup_cell(values: dict) -> None:
     """Run the notebook's setup cell (imports, then the parameter checks) on ``values``."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    [source] = [c.source for c in nb.cells if c.cell_type == "code" and "SEED_SUMMARIES" in c.source]
+    [source] = [c.source for c in nb.cells if c.cell_type == "code" and "check_seed_summary" in c.source]
     exec(compile(source, str(NOTEBOOK), "exec"), dict(values))
 
 
