@@ -47,7 +47,9 @@ when a step logs, evaluates, checkpoints), :mod:`~sentcl.training.samplers`,
 :mod:`~sentcl.training.trainer` (:class:`Trainer`, :class:`TrainingResult`),
 :mod:`~sentcl.training.checkpoint` (:class:`TrainerState`, checkpoint files and a run's output
 folder, random state, :func:`seed_everything`), :mod:`~sentcl.training.gradcache`,
-:mod:`~sentcl.training.distributed`.
+:mod:`~sentcl.training.distributed`; :mod:`~sentcl.training.seeds` (one configuration trained with
+several seeds: every seed scored, or the best on dev) and :mod:`~sentcl.training.variants` (the
+BSC paper's table rows as a loss, batches and training rows).
 """
 
 from sentcl.training.callbacks import Callback, GeometryCallback, LossEarlyStopping
