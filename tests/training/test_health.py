@@ -12,7 +12,7 @@ from sentcl.data.registry import load, samples_root
 from sentcl.losses import ComboLoss, MultipleNegativesRankingLoss
 from sentcl.models import tiny_model
 from sentcl.training import Trainer, TrainingConfig
-from sentcl.training.health import SOLVED_LOSS, mean_cosine, probe_sentences, training_health
+from sentcl.training.health import SOLVED_LOSS, health_table, mean_cosine, probe_sentences, training_health
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 
@@ -54,6 +54,25 @@ def test_each_reason_alone(cosine, loss, steps, inactive_because):
         assert health["active"], health["reason"]
     else:
         assert not health["active"] and inactive_because in health["reason"] and health["reason"].count(";") == 0
+
+
+def test_the_health_table_shows_each_models_loss_and_terms_first_and_last():
+    """IFCL's objective has three terms, SimCSE's one: each model's terms at the start and the end, a term a
+    model lacks left empty, an inactive model with its reason; a run without a record is left out."""
+    config = TrainingConfig(learning_rate=3e-5, warmup_ratio=0.0)
+    terms = [{"step": 10, "loss": 0.6, "terms": {"InfoNCE identical": 0.01, "Twin": 0.59}},
+             {"step": 60, "loss": 0.2, "terms": {"InfoNCE identical": 0.005, "Twin": 0.195}}]
+    ifcl = training_health(config, 60, 60, terms, start_cosine=0.98) | {"name": "IFCL seed 0"}
+    simcse = training_health(config, 60, 60, _losses(2e-5, 1e-5), start_cosine=0.995) | {"name": "SimCSE seed 0"}
+    table = health_table([ifcl, None, simcse])
+    assert list(table.index) == ["IFCL seed 0", "SimCSE seed 0"]
+    assert list(table.columns) == ["steps", "peak lr", "cosine to start", "loss: first", "loss: last",
+                                   "InfoNCE identical: first", "InfoNCE identical: last", "Twin: first", "Twin: last", "active"]
+    assert table.loc["IFCL seed 0", "Twin: first"] == 0.59 and table.loc["IFCL seed 0", "loss: last"] == 0.2
+    assert table.loc["IFCL seed 0", "steps"] == "60 of 60" and table.loc["IFCL seed 0", "active"] == "yes"
+    assert np.isnan(table.loc["SimCSE seed 0", "Twin: first"])
+    assert table.loc["SimCSE seed 0", "active"].startswith("no: loss 2e-05 at step 10: the objective was already solved")
+    assert health_table([None]).empty
 
 
 def test_mean_cosine_is_rowwise():

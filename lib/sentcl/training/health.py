@@ -33,10 +33,11 @@ record a chapter writes), with
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..data.registry import load, samples_root
 from .config import TrainingConfig
@@ -120,6 +121,30 @@ def describe_health(health: dict[str, Any] | None) -> str:
     return text + ("; active" if health["active"] else f"; INACTIVE: {health['reason']}")
 
 
+def health_table(healths: Iterable[dict[str, Any] | None]) -> pd.DataFrame:
+    """Did each model train, one row per health record (a run's :attr:`~sentcl.training.TrainingResult.health`,
+    named by ``name`` when :meth:`sentcl.book.chapter.ChapterRun.train` trained it): optimizer steps taken
+    of those planned, the peak learning rate, the cosine to its start, the loss in the first and the last
+    logged window and, for an objective of several terms, each term's (``"<term>: first"``, ``"<term>: last"``;
+    a term a model's objective lacks is empty), and whether it counts as trained (``active``, else the reason)."""
+    rows = []
+    for health in healths:
+        if health is None:
+            continue
+        start, end = health.get("loss_start") or {}, health.get("loss_end") or {}
+        row = {"model": health.get("name", ""), "steps": f"{health['trained_steps']} of {health['planned_steps']}",
+               "peak lr": health["peak_lr"], "cosine to start": health.get("start_cosine"),
+               "loss: first": start.get("loss"), "loss: last": end.get("loss")}
+        for term in (k for k in start if k not in ("step", "loss")):
+            row |= {f"{term}: first": start.get(term), f"{term}: last": end.get(term)}
+        rows.append(row | {"active": "yes" if health.get("active") else f"no: {health.get('reason', '')}"})
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    active = frame.pop("active")
+    return frame.assign(active=active).set_index("model")
+
+
 def _window(entry: dict[str, Any]) -> dict[str, Any]:
     """A log entry's loss and terms: ``{"step", "loss", <term>: ...}``."""
     return {"step": entry["step"], "loss": entry["loss"], **entry.get("terms", {})}
@@ -130,6 +155,7 @@ __all__ = [
     "SOLVED_LOSS",
     "STILL_COSINE",
     "describe_health",
+    "health_table",
     "mean_cosine",
     "probe_sentences",
     "training_health",
