@@ -83,7 +83,7 @@ def test_a_notebook_opened_as_is_runs_the_demo(defaults):
     ("namespace", "given", "message"),
     [
         ({"profile": "fast"}, set(), "parameter profile is 'fast'; expected one of smoke, demo, paper"),
-        ({"sede": 3}, {"sede"}, "mnrl_sbert notebook (papermill -p): unknown parameter 'sede'; did you mean 'seed'?"),
+        ({"seeed": [3]}, {"seeed"}, "mnrl_sbert notebook (papermill -p): unknown parameter 'seeed'; did you mean 'seeds'?"),
         ({"train_pairs": "96"}, {"train_pairs"}, "parameter train_pairs must be int like its default 0, got '96'"),
         ({"sts_tasks": "[STSb]"}, {"sts_tasks"}, "pass lists and dicts with -y 'sts_tasks: ...'"),
     ],

@@ -12,7 +12,7 @@ from sentcl.data.registry import load, samples_root
 from sentcl.losses import ComboLoss, MultipleNegativesRankingLoss
 from sentcl.models import tiny_model
 from sentcl.training import Trainer, TrainingConfig
-from sentcl.training.health import SOLVED_LOSS, mean_cosine, probe_sentences, training_health
+from sentcl.training.health import SOLVED_LOSS, health_table, mean_cosine, probe_sentences, training_health
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 
@@ -65,6 +65,25 @@ def test_each_reason_alone(cosine, loss, steps, inactive_because):
         assert health["active"], health["reason"]
     else:
         assert not health["active"] and inactive_because in health["reason"] and health["reason"].count(";") == 0
+
+
+def test_the_health_table_shows_each_models_loss_and_terms_first_and_last():
+    """IFCL's objective has three terms, SimCSE's one: each model's loss and terms in the first -> the last window,
+    a term a model lacks left empty, an inactive model with its reason, a run without a record said so."""
+    config = TrainingConfig(learning_rate=3e-5, warmup_ratio=0.0)
+    terms = [{"step": 10, "loss": 0.6, "terms": {"InfoNCE identical": 0.01, "Twin": 0.59}},
+             {"step": 60, "loss": 0.2, "terms": {"InfoNCE identical": 0.005, "Twin": 0.195}}]
+    ifcl = training_health(config, 60, 60, terms, start_cosine=0.98)
+    simcse = training_health(config, 80, 60, _losses(2e-5, 1e-5), start_cosine=0.995)
+    table = health_table({"IFCL seed 0": ifcl, "lost seed 1": None, "SimCSE seed 0": simcse})
+    assert list(table.index) == ["IFCL seed 0", "lost seed 1", "SimCSE seed 0"]
+    assert table.loc["IFCL seed 0", "Twin: first -> last window"] == "0.59 -> 0.195"
+    assert table.loc["IFCL seed 0", "loss: first -> last window"] == "0.6 -> 0.2"
+    assert table.loc["IFCL seed 0", "steps"] == "60 of 60" and table.loc["IFCL seed 0", "stopped early"] == "no"
+    assert table.loc["IFCL seed 0", "active"] == "yes" and table.loc["IFCL seed 0", "cosine to its start"] == "0.9800"
+    assert table.loc["SimCSE seed 0", "stopped early"] == "yes" and table.isna().loc["SimCSE seed 0", "Twin: first -> last window"]
+    assert table.loc["SimCSE seed 0", "active"].startswith("no: loss 2e-05 at step 10: the objective was already solved")
+    assert table.loc["lost seed 1", "active"] == "no health record"
 
 
 def test_mean_cosine_is_rowwise():

@@ -22,7 +22,8 @@ that the Colab launch buttons point at the repository's notebooks:
   table beside ours, the run's figures; the chapter page includes it), the scorecard,
   the datasets appendix, the environment page, ``timings.md`` and ``install.md`` (the
   introduction includes them) and per chapter ``<chapter>/gpu_memory.md`` (the paper profile's
-  recorded peak GPU memory beside a T4's, :mod:`sentcl.book.gpu_memory`), all read from the
+  recorded peak GPU memory beside a T4's, :mod:`sentcl.book.gpu_memory`) and ``<chapter>/measured.md``
+  (a hand-run benchmark the chapter's demo rests on, :mod:`sentcl.book.benchmarks`), all read from the
   results files, figures and run records in ``<out>`` and the recorded benchmark results.
 
 :func:`build` runs ``jupyter-book build`` on those sources without executing anything
@@ -51,7 +52,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError, SentclError
-from . import gpu_memory, install
+from . import benchmarks, gpu_memory, install
 from .answer import answer
 from .environment import environment_page, timings
 from .pages import (
@@ -127,6 +128,7 @@ def stage(root: Path, out: Path) -> Path:
                     shutil.copy2(fig[ext], target / f"{fig['name']}.{ext}")
         (gen / state.chapter / "results.md").write_text(chapter_results(state, known), encoding="utf-8")
         (gen / state.chapter / "gpu_memory.md").write_text(gpu_memory.chapter_section(state.chapter), encoding="utf-8")
+        (gen / state.chapter / "measured.md").write_text(benchmarks.chapter_section(state.chapter), encoding="utf-8")
     measured = read_run_records(out / "records", root / MEASURED_RECORDS)
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")
     (gen / "install.md").write_text(install.install_section(tree), encoding="utf-8")

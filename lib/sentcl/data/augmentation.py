@@ -15,6 +15,11 @@ reading here (the chapter's "Assumptions"):
 ``randint(0, max(2, int(rate · n)))`` distinct words of an n-word sentence (ESimCSE applies the same
 rule to sub-word tokens, with rate 0.32). :func:`fusion_twins` draws every twin once, with a seed,
 so a run's data (and a resumed run's) is fixed by its parameters.
+
+:func:`entailment_twins` is a second source of fraternal twins, for an encoder that has already
+learned what word repetition teaches (the demo's all-MiniLM-L6-v2 tells a sentence from its repeated
+copy at a loss near 0 before training): an NLI premise's fraternal twin is a hypothesis it entails,
+a human-written positive that says less, in other words.
 """
 
 from __future__ import annotations
@@ -55,4 +60,24 @@ def fusion_twins(
     return TrainingData(columns=columns, name=name)
 
 
-__all__ = ["fusion_twins", "word_repetition"]
+def entailment_twins(pairs: TrainingData, *, fraternal: bool = True, name: str = "entailment twins") -> TrainingData:
+    """Training rows ``(text, identical, fraternal)`` from NLI entailment pairs (columns ``anchor``,
+    ``positive``: premise, hypothesis, :func:`sentcl.data.nli.prepare_nli`): the text and its identical
+    twin are the premise, the fraternal twin the first hypothesis it entails (a premise with several
+    keeps one, so that no premise is a false negative of itself in a batch); ``fraternal=False`` gives
+    ``(text, identical)``, unsupervised SimCSE's rows on the same premises."""
+    if list(pairs.columns)[:2] != ["anchor", "positive"]:
+        raise ConfigError(f"{pairs.name}: entailment twins need (anchor, positive) pairs, got columns {list(pairs.columns)}")
+    first: dict[str, str] = {}
+    for premise, hypothesis in zip(pairs.columns["anchor"], pairs.columns["positive"], strict=True):
+        first.setdefault(premise, hypothesis)
+    if not first:
+        raise ConfigError(f"{name}: no entailment pairs to make twins of")
+    texts = list(first)
+    columns = {"text": texts, "identical": texts}
+    if fraternal:
+        columns["fraternal"] = list(first.values())
+    return TrainingData(columns=columns, name=name)
+
+
+__all__ = ["entailment_twins", "fusion_twins", "word_repetition"]

@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..data.registry import load, samples_root
 from .config import TrainingConfig
@@ -126,13 +127,12 @@ def describe_health(health: dict[str, Any] | None) -> str:
     return text + ("; active" if health["active"] else f"; INACTIVE: {health['reason']}")
 
 
-def health_frame(runs: Mapping[str, dict[str, Any] | None]):
+def health_table(runs: Mapping[str, dict[str, Any] | None]) -> pd.DataFrame:
     """A table of health records (``{name: health}``), one row per run: steps taken of those planned,
     whether early stopping ended it, the peak learning rate and the steps at half of it or more, the loss
     and each of its terms in the first -> the last logged window, the cosine to its start, and whether it
-    is active (or why not). A :class:`pandas.DataFrame` indexed by name."""
-    import pandas as pd
-
+    is active (or why not). A :class:`pandas.DataFrame` indexed by name; each chapter shows it under its
+    training cell (the page's "did it train?" table reads the run records)."""
     rows = {}
     for name, h in runs.items():
         if h is None:
@@ -160,7 +160,7 @@ __all__ = [
     "SOLVED_LOSS",
     "STILL_COSINE",
     "describe_health",
-    "health_frame",
+    "health_table",
     "mean_cosine",
     "probe_sentences",
     "training_health",

@@ -1,0 +1,160 @@
+"""What a chapter shows from its hand-run benchmarks: measurements that decide how its demo is set up.
+
+Two chapters rest a demo choice on a measurement made outside the book's run (the recorded results ship
+with sentcl, ``benchmarks/results``: :func:`sentcl.paths.benchmark_result`):
+
+- **MNRL-SBERT**, ``mnrl_sbert_rows_cpu.json`` (``benchmarks/mnrl_sbert_rows.py``): the demo run at
+  several numbers of training rows per seed, and how its claims (MNRL against the softmax loss, each
+  against the untouched encoder) move with that budget;
+- **IFCL**, ``ifcl_demo_setting_cpu.json`` (``benchmarks/ifcl_demo_setting.py``): each method's loss
+  terms at the start and the end of the same short run on the demo's stand-in, with the slides' twins
+  (word repetition on wiki1m) and with twins from NLI entailment pairs: which setting leaves the
+  objective something to learn.
+
+:func:`measurement_frame` gives a chapter's table (the notebook displays it), :func:`chapter_section` the
+same as a page fragment (``book/_generated/<chapter>/measured.md``, which the chapter page includes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from ..errors import DataFormatError
+from ..paths import benchmark_result
+from .markdown import md, md_table
+
+TRAINING_ROWS = "mnrl_sbert_rows_cpu.json"
+IFCL_SETTING = "ifcl_demo_setting_cpu.json"
+
+
+def _interval(claim: dict[str, Any] | None) -> str:
+    if claim is None:
+        return "—"
+    if claim.get("delta") is None or (isinstance(claim["delta"], float) and math.isnan(claim["delta"])):
+        return f"{claim['verdict']}"
+    return f"{claim['delta']:+.2f} [{claim['ci_low']:+.2f}, {claim['ci_high']:+.2f}] {claim['verdict']}"
+
+
+def _mean_std(cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return "—"
+    return f"{cell['value']:.2f}" + (f" ± {cell['std']:.2f}" if cell.get("std") is not None else "")
+
+
+def training_rows_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """One row per number of training rows of ``mnrl_sbert_rows_cpu.json``: the average Spearman of the
+    untouched encoder and of both objectives (mean ± std over the seeds), each claim's difference with its
+    95 % interval and verdict, and the trained models' health (steps, the lowest cosine to the start,
+    how many counted as trained)."""
+    rows = []
+    for run in result["runs"]:
+        average = run["average"]
+        untouched = next((r for r in average if "untouched" in r), None)
+        claims = {(c["left"], c["right"]): c for c in run["claims"]}
+        health = run["health"]
+        steps = {m.split(" seed")[0]: h["trained_steps"] for m, h in health.items()}
+        cosines = [h["start_cosine"] for h in health.values() if h.get("start_cosine") is not None]
+        rows.append({
+            "rows per seed": run["train_pairs"],
+            "steps (MNRL / softmax)": f"{steps.get('MNRLSBERT', '—')} / {steps.get('SBERT', '—')}",
+            "untouched": _mean_std(average.get(untouched)),
+            "MNRLSBERT": _mean_std(average.get("MNRLSBERT")),
+            "SBERT": _mean_std(average.get("SBERT")),
+            "MNRLSBERT − SBERT": _interval(claims.get(("MNRLSBERT", "SBERT"))),
+            "MNRLSBERT − untouched": _interval(claims.get(("MNRLSBERT", untouched))),
+            "SBERT − untouched": _interval(claims.get(("SBERT", untouched))),
+            "lowest cosine to start": f"{min(cosines):.4f}" if cosines else "—",
+            "trained (active)": f"{sum(bool(h.get('active')) for h in health.values())} of {len(health)}",
+        })
+    return pd.DataFrame(rows).set_index("rows per seed")
+
+
+def ifcl_setting_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """One row per (setting, method) of ``ifcl_demo_setting_cpu.json``: the loss and each of its terms in
+    the first and last logged window, the cosine to the start, and whether the run counts as trained."""
+    rows = []
+    for run in result["runs"]:
+        h = run["health"]
+        start, end = h.get("loss_start") or {}, h.get("loss_end") or {}
+        row = {"setting": run["setting"], "method": run["method"],
+               "loss": f"{_g(start.get('loss'))} → {_g(end.get('loss'))}"}
+        for term in ("InfoNCE identical", "InfoNCE fraternal", "Twin"):
+            row[term] = f"{_g(start.get(term))} → {_g(end.get(term))}" if term in start else "—"
+        row["cosine to start"] = "—" if h.get("start_cosine") is None else f"{h['start_cosine']:.4f}"
+        row["trained (active)"] = "yes" if h.get("active") else f"no: {h.get('reason', '')}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index(["setting", "method"])
+
+
+def _g(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _training_rows_caption(result: dict[str, Any]) -> str:
+    profile = result["demo_profile"]
+    return (f"The demo (all-MiniLM-L6-v2, seeds {profile['seeds']}, learning rate {profile['learning_rate']:g}, "
+            f"{profile['sts_max_pairs']} pairs per STS task) at each number of training rows per seed, measured by "
+            f"`benchmarks/mnrl_sbert_rows.py` on {result['machine']['cpu_model']} ({result['date'][:10]}): the average "
+            "Spearman × 100 (mean ± std over the seeds) and each difference with its 95 % interval over seeds and test "
+            f"pairs and its verdict, Holm-corrected within each run. The book's demo trains {profile['train_pairs']:,} rows.")
+
+
+def _ifcl_setting_caption(result: dict[str, Any]) -> str:
+    s = result["settings"]
+    return (f"Each method trained for {s['steps']} steps of {s['batch_size']} at learning rate {s['learning_rate']:g} "
+            f"(seed {s['seed']}, {s['precision']}) on all-MiniLM-L6-v2, measured by `benchmarks/ifcl_demo_setting.py` on "
+            f"{result['machine']['cpu_model']} ({result['date'][:10]}): the loss and its terms in the first and the last "
+            f"window of {s['log_steps']} steps, the mean cosine of its embeddings to the start's on the fixed probe, and "
+            "whether it counts as trained (a loss at or below 0.001 in the first window: the objective was already solved).")
+
+
+MEASUREMENTS: dict[str, tuple[str, str, Callable[[dict], pd.DataFrame], Callable[[dict], str]]] = {
+    "mnrl_sbert": (TRAINING_ROWS, "How the verdicts move with the training rows", training_rows_frame, _training_rows_caption),
+    "ifcl": (IFCL_SETTING, "Which setting leaves the objective something to learn", ifcl_setting_frame, _ifcl_setting_caption),
+}
+"""chapter -> (its results file, the section's title, its table, its caption)."""
+
+
+def read_measurement(chapter: str) -> dict[str, Any] | None:
+    """The chapter's recorded result (None when the chapter has none, or it was not recorded)."""
+    if chapter not in MEASUREMENTS:
+        return None
+    path = benchmark_result(MEASUREMENTS[chapter][0])
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, exc.lineno, "a benchmark result (JSON)", exc.msg) from None
+
+
+def measurement_frame(chapter: str) -> tuple[pd.DataFrame | None, str]:
+    """``(table, caption)`` of the chapter's measurement; ``(None, why)`` when it was not recorded."""
+    if chapter not in MEASUREMENTS:
+        return None, f"the chapter {chapter} has no recorded measurement"
+    name, _title, frame, caption = MEASUREMENTS[chapter]
+    result = read_measurement(chapter)
+    if result is None:
+        return None, f"Not measured: this sentcl has no `benchmarks/results/{name}` (run `benchmarks/{name.removesuffix('_cpu.json')}.py`)."
+    return frame(result), caption(result)
+
+
+def chapter_section(chapter: str) -> str:
+    """The page fragment of the chapter's measurement ("" for a chapter without one)."""
+    if chapter not in MEASUREMENTS:
+        return ""
+    table, caption = measurement_frame(chapter)
+    if table is None:
+        return caption + "\n"
+    flat = table.reset_index()
+    return md(caption) + "\n\n" + md_table([md(str(c)) for c in flat.columns],
+                                           [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
+
+
+__all__ = ["MEASUREMENTS", "chapter_section", "ifcl_setting_frame", "measurement_frame", "read_measurement",
+           "training_rows_frame"]

@@ -1,0 +1,112 @@
+"""A chapter's hand-run measurements on its page and in its notebook (sentcl.book.benchmarks): every number
+read from the recorded result, "not measured" when there is none, nothing for a chapter without one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sentcl.book import benchmarks
+from sentcl.errors import DataFormatError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _claim(left, right, delta, low, high, verdict):
+    return {"claim": f"{left} above {right}", "left": left, "right": right, "delta": delta, "ci_low": low,
+            "ci_high": high, "p_holm": 0.01, "verdict": verdict, "reason": "", "source": "ours"}
+
+
+def _health(steps, cosine, active=True):
+    return {"trained_steps": steps, "planned_steps": steps, "peak_lr": 2e-5, "start_cosine": cosine,
+            "loss_start": {"step": 10, "loss": 0.3}, "loss_end": {"step": steps, "loss": 0.1}, "active": active,
+            "reason": "" if active else "barely moved"}
+
+
+ROWS = {
+    "benchmark": "mnrl_sbert_rows", "date": "2026-11-25T12:00:00+00:00", "machine": {"cpu_model": "AMD EPYC"},
+    "demo_profile": {"seeds": [0, 1, 2], "learning_rate": 2e-5, "sts_max_pairs": 500, "train_pairs": 2000},
+    "runs": [{
+        "train_pairs": 1000,
+        "average": {"all-MiniLM-L6-v2 untouched (mean pooling)": {"value": 80.0, "std": None, "seeds": [0]},
+                    "MNRLSBERT": {"value": 80.5, "std": 0.1, "seeds": [0, 1, 2]},
+                    "SBERT": {"value": 78.25, "std": 0.3, "seeds": [0, 1, 2]}},
+        "claims": [_claim("MNRLSBERT", "SBERT", 2.25, 1.5, 3.0, "holds"),
+                   _claim("MNRLSBERT", "all-MiniLM-L6-v2 untouched (mean pooling)", 0.5, -0.1, 1.1, "undetermined"),
+                   _claim("SBERT", "all-MiniLM-L6-v2 untouched (mean pooling)", -1.75, -2.5, -1.0, "contradicted")],
+        "health": {"MNRLSBERT seed 0": _health(84, 0.9921), "SBERT seed 0": _health(63, 0.9812),
+                   "SBERT seed 1": _health(63, 0.9995, active=False)},
+    }],
+}
+SETTING = {
+    "benchmark": "ifcl_demo_setting", "date": "2026-11-25T12:00:00+00:00", "machine": {"cpu_model": "AMD EPYC"},
+    "settings": {"steps": 60, "batch_size": 32, "learning_rate": 3e-5, "seed": 0, "precision": "fp32", "log_steps": 10},
+    "runs": [
+        {"setting": "wiki1m word repetition", "method": "SimCSE",
+         "health": {"loss_start": {"step": 10, "loss": 1.66e-5}, "loss_end": {"step": 60, "loss": 9.7e-6},
+                    "start_cosine": 0.9816, "active": False, "reason": "loss 1.7e-05 at step 10: the objective was already solved"}},
+        {"setting": "SNLI entailment twins", "method": "IFCL",
+         "health": {"loss_start": {"step": 10, "loss": 0.5, "InfoNCE identical": 0.01, "InfoNCE fraternal": 0.3, "Twin": 0.19},
+                    "loss_end": {"step": 60, "loss": 0.2, "InfoNCE identical": 0.001, "InfoNCE fraternal": 0.1, "Twin": 0.099},
+                    "start_cosine": 0.97, "active": True, "reason": ""}},
+    ],
+}
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    """The chapters' results files in a folder of the test's own."""
+    monkeypatch.setattr(benchmarks, "benchmark_result", lambda name: tmp_path / name)
+
+    def write(name, data):
+        (tmp_path / name).write_text(json.dumps(data))
+    return write
+
+
+def test_the_training_rows_table_shows_each_budget_its_averages_intervals_and_health(recorded):
+    recorded(benchmarks.TRAINING_ROWS, ROWS)
+    table, caption = benchmarks.measurement_frame("mnrl_sbert")
+    row = table.loc[1000]
+    assert row["steps (MNRL / softmax)"] == "84 / 63"
+    assert row["untouched"] == "80.00" and row["MNRLSBERT"] == "80.50 ± 0.10" and row["SBERT"] == "78.25 ± 0.30"
+    assert row["MNRLSBERT − SBERT"] == "+2.25 [+1.50, +3.00] holds"
+    assert row["MNRLSBERT − untouched"] == "+0.50 [-0.10, +1.10] undetermined"
+    assert row["SBERT − untouched"] == "-1.75 [-2.50, -1.00] contradicted"
+    assert row["lowest cosine to start"] == "0.9812" and row["trained (active)"] == "2 of 3"
+    assert "seeds [0, 1, 2]" in caption and "2,000 rows" in caption and "AMD EPYC" in caption
+    page = benchmarks.chapter_section("mnrl_sbert")
+    assert "+2.25 [+1.50, +3.00] holds" in page and page.count("\n|") >= 3
+
+
+def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorded):
+    recorded(benchmarks.IFCL_SETTING, SETTING)
+    table, caption = benchmarks.measurement_frame("ifcl")
+    simcse = table.loc[("wiki1m word repetition", "SimCSE")]
+    assert simcse["loss"] == "1.66e-05 → 9.7e-06" and simcse["Twin"] == "—" and simcse["cosine to start"] == "0.9816"
+    assert simcse["trained (active)"].startswith("no: loss 1.7e-05 at step 10")
+    ifcl = table.loc[("SNLI entailment twins", "IFCL")]
+    assert ifcl["InfoNCE fraternal"] == "0.3 → 0.1" and ifcl["Twin"] == "0.19 → 0.099" and ifcl["trained (active)"] == "yes"
+    assert "60 steps of 32" in caption
+
+
+def test_a_chapter_without_a_record_says_not_measured_and_one_without_a_measurement_has_none(recorded, tmp_path):
+    table, why = benchmarks.measurement_frame("ifcl")
+    assert table is None and "Not measured" in why and "benchmarks/ifcl_demo_setting.py" in why
+    assert "Not measured" in benchmarks.chapter_section("ifcl")
+    assert benchmarks.chapter_section("bsc") == ""
+    (tmp_path / benchmarks.TRAINING_ROWS).write_text("{not json")
+    with pytest.raises(DataFormatError, match=r"mnrl_sbert_rows_cpu\.json"):
+        benchmarks.measurement_frame("mnrl_sbert")
+
+
+@pytest.mark.parametrize("chapter", sorted(benchmarks.MEASUREMENTS))
+def test_the_recorded_results_read(chapter):
+    """The results shipped in benchmarks/results make a table (every run of the file a row)."""
+    name = benchmarks.MEASUREMENTS[chapter][0]
+    path = ROOT / "benchmarks" / "results" / name
+    if not path.is_file():
+        pytest.skip(f"benchmarks/results/{name} is not recorded in this checkout")
+    table, caption = benchmarks.measurement_frame(chapter)
+    assert table is not None and len(table) == len(json.loads(path.read_text())["runs"]) and caption
