@@ -119,7 +119,7 @@ def test_a_colab_user_runs_a_chapter_outside_the_checkout_with_only_the_profile(
     assert _torch_version(colab_python) == torch_before
     log = proc.stderr
     assert f"{CHAPTER}, profile smoke:" in log and "(profile smoke)" in log  # the resolved parameters, printed first
-    assert "MNRLSBERT:" in log and "step/s" in log  # the trainer's bar in papermill's log
+    assert "MNRLSBERT seed 0:" in log and "step/s" in log  # the trainer's bar in papermill's log
     _, out, status, output = smoke_book
     assert status == 0, output
     assert_same_results(load_results(work / "runs" / "smoke", [CHAPTER]), load_results(out, [CHAPTER]))

@@ -10,6 +10,7 @@ import pytest
 from sentcl.data.records import TrainingData
 from sentcl.errors import ConfigError
 from sentcl.training import TrainingConfig
+from sentcl.training.health import training_health
 from sentcl.training.seeds import SavedModel, check_seed_summary, train_seeds
 
 DEV = {0: 0.5, 1: 0.7, 2: 0.7, 3: 0.6}  # seed -> its dev score: seeds 1 and 2 tie for the best
@@ -39,9 +40,7 @@ def fake_trainer(metric: str | None = "map", greater_is_better: bool = True):
         seed = trainer.config.seed
         evaluations = [{"step": 1, "map": DEV[seed]}] if metric else []
         return SimpleNamespace(seed=seed, best_metrics=evaluations[0] if evaluations else {},
-                               health={"trained_steps": 1, "planned_steps": 1, "share_at_half_peak": 1.0, "peak_lr": 1e-5,
-                                       "loss_start": {"loss": 1.0}, "loss_end": {"loss": 0.5}, "start_cosine": 0.9,
-                                       "active": True, "reason": ""})
+                               health=training_health(trainer.config, 1, 1, [{"step": 1, "loss": 1.0}], start_cosine=0.9))
 
     return trainer_for, train, built
 
