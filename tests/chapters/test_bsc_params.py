@@ -86,6 +86,8 @@ ASSUMED = {
                    "MRPC": "MRPC", "QQP": "QQP", "STSb": "STSb"},  # stand-ins: sentcl.evaluation.tasks
     "eval_max_queries": {},  # every test query / pair
     "not_run_tasks": {},  # the paper profile runs every task whose data the data root holds
+    # §4 trains CQA-A on train part 1; a data root without it (this project's) trains on part 2, labelled as such
+    "train_fallback": {"CQA-A": "semeval2016_cqa_a/train_part2"},
     "precision": "auto",  # §5.2 names none: fp32 on a CPU, bf16/fp16 on a GPU (sentcl.precision)
     "encode_precision": "auto",
 }

@@ -17,6 +17,11 @@ A chapter notebook starts with its ``parameters`` cell, which always holds ``pro
 
 Every number the book shows is read back from the files these calls write under
 ``out_dir`` (see :mod:`sentcl.book.results`); the chapter only adds its science.
+
+Why this module is long: :class:`ChapterRun` is the one object a notebook reports through (data, results,
+claims, coverage, training records, geometry, figures), so that every chapter writes the same files the
+same way; each method is a few lines that delegate to the module doing the work (results, claims,
+evidence, coverage, records, geometry).
 """
 
 from __future__ import annotations
@@ -282,12 +287,14 @@ class ChapterRun:
         claims.write_claims(self.out_dir, self.chapter, frame)
         return frame
 
-    def paper_coverage(self, needs: Mapping[str, Sequence[str]]) -> pd.DataFrame:
-        """What a paper-profile run fills on this run's data root (:func:`sentcl.book.coverage.paper_coverage`):
-        ``needs`` maps each row the chapter computes to the ``"dataset/split"`` names it needs."""
-        from .coverage import paper_coverage
+    def write_coverage(self) -> pd.DataFrame:
+        """What a paper-profile run of this chapter fills on this run's data root: per row of the paper's
+        tables, runs / needs absent data (which files, from where) / cited, from the paper profile's
+        parameters (:func:`sentcl.book.coverage.write_coverage`); written to ``<out>/coverage/<chapter>.csv``,
+        which the chapter page shows."""
+        from .coverage import write_coverage
 
-        return paper_coverage(self.chapter, needs, self.data.root)
+        return write_coverage(self.out_dir, self.chapter, self.data.root)
 
     def claims_summary(self, frame: pd.DataFrame) -> list[str]:
         """Markdown lines: per table the verdicts of :meth:`write_claims`'s claims, then each as a sentence;

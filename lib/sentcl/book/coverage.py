@@ -2,10 +2,12 @@
 computes it, needs data the root lacks (which files, and where they come from), or shows the paper's
 value as cited.
 
-A chapter says which rows it computes and which registered datasets each needs
-(:meth:`sentcl.book.chapter.ChapterRun.paper_coverage`); every other row of the paper's tables is one it
-cites. The answer is read from the data root's files and the registry (:mod:`sentcl.data.registry`),
-before anything trains, so a GPU user knows what a run will and will not fill.
+:func:`chapter_needs` reads which rows a chapter's paper profile computes and which registered datasets
+each needs from the paper profile's parameters (the notebook's defaults, shipped with sentcl); every other
+row of the paper's tables is one it cites. The answer is read from the data root's files and the registry
+(:mod:`sentcl.data.registry`), before anything trains, so a GPU user knows what a run will and will not
+fill; each chapter writes it to ``<out>/coverage/<chapter>.csv``
+(:meth:`sentcl.book.chapter.ChapterRun.write_coverage`) and its page shows it.
 """
 
 from __future__ import annotations
@@ -13,11 +15,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ..errors import ConfigError
 from .results import paper_values
+
+Needs = Mapping[str | tuple[str, str], Sequence[str]]
+"""A row (or a ``(table, row)``, for a row whose data differ between tables) -> the ``"dataset/split"`` names it
+needs; ``"a or b"`` when the chapter falls back to ``b`` where ``a`` is absent (and labels the row so)."""
 
 COVERAGE = ("runs", "needs absent data", "cited")
 COVERAGE_COLUMNS = ("table", "row", "coverage", "detail")
@@ -35,31 +42,156 @@ def missing_files(name: str, data_root: str | os.PathLike) -> list[str]:
     return [f"{entry.folder}/{f}" for f in entry.splits[split].files if not (root / entry.folder / f).is_file()]
 
 
-def paper_coverage(chapter: str, needs: Mapping[str, Sequence[str]], data_root: str | os.PathLike) -> pd.DataFrame:
+def _available(name: str, data_root: str | os.PathLike) -> str:
+    """The dataset a need reads: ``"a or b"`` is ``a`` where the root has it, else the fallback ``b`` (which the
+    chapter then labels) where the root has that, else ``a``."""
+    first, _, fallback = name.partition(" or ")
+    if fallback and missing_files(first, data_root) and not missing_files(fallback, data_root):
+        return fallback
+    return first
+
+
+def paper_coverage(chapter: str, needs: Needs, data_root: str | os.PathLike) -> pd.DataFrame:
     """One line per (table, row) of the chapter's paper values, in the paper's order: ``runs`` when the
-    row is in ``needs`` (row -> the ``"dataset/split"`` names it needs) and every file of them is in
-    ``data_root``; ``needs absent data`` with the missing files and each dataset's source otherwise;
+    row is in ``needs`` (:data:`Needs`; a ``(table, row)`` key wins over the row's) and every file of them
+    is in ``data_root``; ``needs absent data`` with the missing files and each dataset's source otherwise;
     ``cited`` for a row the chapter does not compute (the paper's value is shown, labelled)."""
     from ..data.registry import info
 
     values = paper_values(chapter)
-    unknown = sorted(set(needs) - set(values["row"]))
+    known = set(values["row"]) | set(zip(values["table"], values["row"], strict=True))
+    unknown = sorted((k for k in needs if k not in known), key=str)
     if unknown:
         raise ConfigError(f"{chapter}: the paper's tables have no rows {unknown}")
     lines = []
     for (table, row), cells in values.groupby(["table", "row"], sort=False):
-        if row not in needs:
+        need = needs.get((table, row), needs.get(row))
+        if need is None:
             source = next((s for s in cells["source"] if s), "")
             lines.append((table, row, "cited", f"cited from {source}" if source else "the paper's own value, not recomputed"))
             continue
-        absent = {name: missing_files(name, data_root) for name in needs[row]}
+        used = {name: _available(name, data_root) for name in dict.fromkeys(need)}  # a need -> what it reads
+        absent = {name: missing_files(name, data_root) for name in used.values()}
         absent = {name: files for name, files in absent.items() if files}
+        said = {n: u if u == n.partition(" or ")[0] else f"{u} (instead of {n.partition(' or ')[0]}, absent)"
+                for n, u in used.items()}
         if not absent:
-            lines.append((table, row, "runs", ", ".join(needs[row])))
+            lines.append((table, row, "runs", ", ".join(said.values())))
             continue
-        detail = "; ".join(f"{name}: {', '.join(files)} (from {info(name.split('/')[0]).source})" for name, files in absent.items())
+        fallbacks = [text for n, text in said.items() if text != used[n]]  # read instead: said beside what is missing
+        detail = "; ".join([*(f"{name}: {', '.join(files)} (from {info(name.split('/')[0]).source})"
+                              for name, files in absent.items()), *fallbacks])
         lines.append((table, row, "needs absent data", detail))
     return pd.DataFrame(lines, columns=list(COVERAGE_COLUMNS))
 
 
-__all__ = ["COVERAGE", "COVERAGE_COLUMNS", "missing_files", "paper_coverage"]
+def coverage_path(out_dir: str | os.PathLike, chapter: str) -> Path:
+    """``<out>/coverage/<chapter>.csv``."""
+    return Path(out_dir) / "coverage" / f"{chapter}.csv"
+
+
+def write_coverage(out_dir: str | os.PathLike, chapter: str, data_root: str | os.PathLike) -> pd.DataFrame:
+    """What ``chapter``'s paper profile fills on ``data_root`` (:func:`paper_coverage` of :func:`chapter_needs`),
+    written atomically to :func:`coverage_path`; returns it."""
+    from ..io import atomic_write_text
+
+    frame = paper_coverage(chapter, chapter_needs(chapter), data_root)
+    atomic_write_text(coverage_path(out_dir, chapter), frame.to_csv(index=False))
+    return frame
+
+
+def read_coverage(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame | None:
+    """A chapter's coverage file, or None when its run wrote none."""
+    from ..errors import DataFormatError
+
+    path = coverage_path(out_dir, chapter)
+    if not path.is_file():
+        return None
+    frame = pd.read_csv(path, keep_default_na=False)
+    if list(frame.columns) != list(COVERAGE_COLUMNS):
+        raise DataFormatError(path, 1, f"the columns {', '.join(COVERAGE_COLUMNS)}", f"{list(frame.columns)}")
+    return frame
+
+
+def _sets(tasks: Sequence[str]) -> list[str]:
+    """The ``"dataset/split"`` each evaluation task is computed on (:mod:`sentcl.evaluation.tasks`)."""
+    from ..evaluation.tasks import task
+
+    return [f"{task(name).dataset}/{task(name).split}" for name in tasks]
+
+
+def _mnrl_sbert(p: Mapping[str, Any]) -> dict:
+    sts = _sets(p["sts_tasks"])
+    needs: dict = {row: [*p["nli_datasets"], *sts] for row in (*p["mnrl_rows"], *p["softmax_rows"])}
+    needs |= {row: sts for row in p["first_last_avg_rows"]}
+    for row, source in p["whitening_rows"].items():  # fitted on NLI sentences; SBERT's on its trained model
+        needs[row] = [*p["whitening_fit_datasets"], *(p["nli_datasets"] if source in p["softmax_rows"] else []), *sts]
+    return needs
+
+
+def _bsc(p: Mapping[str, Any]) -> dict:
+    tables = {"Antique": "Table 1", "CQA-A": "Table 2", "CQA-B": "Table 2", "PFCC-S": "Table 3", "MRPC": "Table 4",
+              "QQP": "Table 4", "STSb": "Table 5"}
+    zero_shot = "SimCSE (unsup.)"
+    needs: dict = {}
+    for name in p["tasks"]:
+        scored = _sets([p["eval_tasks"][name]])
+        train = p["train_data"][name] + (f" or {p['train_fallback'][name]}" if name in p["train_fallback"] else "")
+        trained = [train, *([] if p["dev_data"][name] == "9:1" else [p["dev_data"][name]])]
+        for row in p["rows"][name]:
+            key = (tables[name], row)
+            needs[key] = [*needs.get(key, []), *([] if row == zero_shot else trained), *scored]
+    return needs
+
+
+def _rcl(p: Mapping[str, Any]) -> dict:
+    values = paper_values("rcl")
+    sts = _sets(p["sts_tasks"])
+    needs: dict = {}
+    for table, row in zip(values["table"], values["row"], strict=True):
+        if table in p["faq_datasets"]:  # Table 2's folds train and rank on the FAQ bank itself
+            needs[(table, row)] = [f"{p['faq_datasets'][table]}/faq_pairs"]
+        else:
+            untouched = row in ("SRoBERTa-base", "0 regulators")
+            needs[(table, row)] = sts if untouched else [*p["nli_datasets"], *sts]
+    return needs
+
+
+def _ifcl(p: Mapping[str, Any]) -> dict:
+    english, chinese = _sets(p["sts_tasks"]), _sets(p["chinese_tasks"])
+    # a trained row the slides' tables lack (IFCL w/o TL's English scores) serves Table 4 only
+    needs: dict = {("English STS", row): [p["train_dataset"], *english] for row in p["english_rows"]}
+    needs |= {("English STS", row): english for row in p["first_last_avg_rows"]}
+    needs |= {("Chinese STS", row): chinese if method == "untouched" else [*p["chinese_train_datasets"], *chinese]
+              for row, method in p["chinese_rows"].items()}
+    needs |= {("Table 4", row): [p["train_dataset"], *_sets(["STS-B"])] for row in p["mi_rows"]}
+    values = paper_values("ifcl")
+    return {key: need for key, need in needs.items() if key in set(zip(values["table"], values["row"], strict=True))}
+
+
+NEEDS = {"mnrl_sbert": _mnrl_sbert, "bsc": _bsc, "rcl": _rcl, "ifcl": _ifcl}
+"""Per chapter with paper tables: its paper profile's parameters -> the :data:`Needs` of the rows it computes."""
+
+
+def chapter_needs(chapter: str) -> dict:
+    """The :data:`Needs` of ``chapter``'s paper profile, read from its parameters (the notebook's defaults)."""
+    from ..paths import notebook_file
+    from .parameters import chapter_profiles
+
+    if chapter not in NEEDS:
+        raise ConfigError(f"{chapter}: no paper tables to cover; chapters with them: {', '.join(NEEDS)}")
+    return NEEDS[chapter](chapter_profiles(notebook_file(f"{chapter}.ipynb"))["paper"])
+
+
+__all__ = [
+    "COVERAGE",
+    "COVERAGE_COLUMNS",
+    "NEEDS",
+    "Needs",
+    "chapter_needs",
+    "coverage_path",
+    "missing_files",
+    "paper_coverage",
+    "read_coverage",
+    "write_coverage",
+]

@@ -23,6 +23,7 @@ import pandas as pd
 from ..io import read_json
 from . import claims, report
 from .chapter import CHAPTERS, OWN_CHAPTERS
+from .coverage import COVERAGE, read_coverage
 from .evidence import load_evidence
 from .markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
 from .public import DATA_ROOT_LABEL, data_root_label, public_text
@@ -53,6 +54,7 @@ class ChapterState:
     data_used: dict | None = None
     claims: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(claims.CLAIM_COLUMNS)))
     evidence: dict = field(default_factory=dict)  # (table, row) -> the RowEvidence of the chapter's run (sentcl.book.evidence)
+    coverage: pd.DataFrame | None = None  # what a paper-profile run fills on the run's data root (sentcl.book.coverage)
 
     @property
     def ran(self) -> bool:
@@ -112,6 +114,7 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
                 data_used=read_json(used, "a data-used log") if used.is_file() else None,
                 claims=claims.read_claims(out, chapter),
                 evidence=load_evidence(out, chapter, run_ids),
+                coverage=read_coverage(out, chapter),
             )
         )
     return states
@@ -160,6 +163,8 @@ def chapter_results(state: ChapterState, known: dict[str, str] | None = None) ->
     if state.ran:
         parts.append(claims_text(state))
         parts.append(health_table(state))
+    if state.coverage is not None:
+        parts.append(coverage_text(state.coverage, known))
     for table in report.tables(compared):
         parts.append(raw_html(report.comparison_table(compared, table).to_html()))
     for fig in state.figures:
@@ -193,6 +198,16 @@ def claims_text(state: ChapterState) -> str:
         f"**Claims** ({len(frame)}: the paper's orderings of two rows on the {ORDERINGS_ON}, and our own; "
         f"{CLAIMS_RULE}; the executed notebook states each with its interval): {per_table}.{why}\n"
     )
+
+
+def coverage_text(frame: pd.DataFrame, known: dict[str, str] | None = None) -> str:
+    """"What a paper-profile run fills on this data root": each row of the paper's tables, runs / needs absent
+    data (the files, from where) / cited (:mod:`sentcl.book.coverage`), under its counts."""
+    counts = ", ".join(f"{int((frame['coverage'] == c).sum())} {c}" for c in COVERAGE)
+    rows = [[md(r.table), md(r.row), md(r.coverage), md(public_text(r.detail, known))] for r in frame.itertuples()]
+    return (f"**What a paper-profile run fills on this run's data root**, row by row of the paper's tables "
+            f"({counts}), read from the paper profile's parameters and the data root's files:\n\n"
+            + md_table(["table", "row", "a paper run", "data it needs (the missing files and their source)"], rows))
 
 
 def health_table(state: ChapterState) -> str:
