@@ -105,3 +105,17 @@ def test_a_table_row_gathers_the_columns_of_several_tasks_each_with_its_own_runs
     assert set(ev.columns) == {"STSb", "SICK-R"} and ev.seeds("STSb") == [0, 1]
     frame = run.write_claims(own=[Claim("Table 1", k, "BSC", "MSE", source="ours") for k in ("STSb", "SICK-R")])
     assert list(frame["verdict"]) == ["holds", "not tested"] and "BSC SICK-R seed 0" in frame["reason"].iloc[1]
+
+
+def test_a_paper_claim_rests_on_its_own_tables_row_never_on_a_namesake_elsewhere(run, record):
+    """IFCL's "IFCL-BERT" is a row of the Chinese table (not run in the demo) and of Table 4 (computed, without
+    per-item scores): a Table 4 claim must not borrow the Chinese row's evidence or its reason; a claim of ours
+    may rest on the one row of that name wherever it was recorded."""
+    record("MNRLSBERT", [0.05, 0.06, 0.055], tables=("Table 1",))
+    record("SBERT", [0.6, 0.62, 0.58], tables=("Table 2",))
+    paper = Claim("Table 2", "STSb", "MNRLSBERT", "SBERT", source="paper")
+    ours = Claim("our claims", "STSb", "MNRLSBERT", "SBERT", source="ours")
+    frame = run.write_claims(own=[paper, ours]).set_index("source")
+    assert frame.loc["paper", "verdict"] == "not tested"
+    assert frame.loc["paper", "reason"] == "MNRLSBERT has no per-item scores in this run"
+    assert frame.loc["ours", "verdict"] == "holds"

@@ -126,7 +126,7 @@ def evaluate_claims(
         if why:
             out.append(rec | {"verdict": "not tested", "reason": why})
             continue
-        left, right = evidence.find(claim.table, claim.left), evidence.find(claim.table, claim.right)
+        left, right = _find(evidence, claim, claim.left), _find(evidence, claim, claim.right)
         assert left is not None and right is not None  # checked by _not_testable
         keys = left.column_tasks(claim.column)
         for key in keys:
@@ -164,11 +164,17 @@ def evaluate_claims(
     return frame
 
 
+def _find(evidence: Evidence, claim: Claim, row: str):
+    """The evidence of ``row`` for ``claim``: a claim of ours may rest on the row recorded under another table
+    (its own table is "our claims"); a paper's only on the row of the table it is about."""
+    return evidence.find(claim.table, row, elsewhere=claim.source == "ours")
+
+
 def _not_testable(claim: Claim, evidence: Evidence) -> str:
     """Why ``claim`` cannot be tested ("" when it can)."""
     reasons = []
     for name in (claim.left, claim.right):
-        row = evidence.find(claim.table, name)
+        row = _find(evidence, claim, name)
         if row is None:
             reasons.append(f"{name} has no per-item scores in this run")
         elif row.not_run:
@@ -177,11 +183,11 @@ def _not_testable(claim: Claim, evidence: Evidence) -> str:
             reasons.append(f"{name} has no per-item scores for {claim.column}")
         elif row.inactive(claim.column):
             reasons.append(f"{name} rests on a model that did not train, {row.inactive(claim.column)}")
+    if claim.untestable:  # the column's own reason (a metric at its ceiling, fold means), said beside the rows'
+        reasons.append(claim.untestable)
     if reasons:
         return "; ".join(reasons)
-    if claim.untestable:
-        return claim.untestable
-    left, right = evidence.find(claim.table, claim.left), evidence.find(claim.table, claim.right)
+    left, right = _find(evidence, claim, claim.left), _find(evidence, claim, claim.right)
     assert left is not None and right is not None
     for key in left.column_tasks(claim.column):
         if key not in right.tasks or left.tasks[key]["fingerprint"] != right.tasks[key]["fingerprint"]:

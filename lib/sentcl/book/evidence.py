@@ -51,11 +51,14 @@ def row_key(row: str, tables: Sequence[str]) -> str:
 class Evidence(dict):
     """A chapter's recorded rows: ``(table, row) -> RowEvidence`` for every table each was recorded under."""
 
-    def find(self, table: str, row: str) -> RowEvidence | None:
+    def find(self, table: str, row: str, *, elsewhere: bool = True) -> RowEvidence | None:
         """The row of ``table``; for a table that is not one of the row's (a claim of our own), the row of
-        that name if only one was recorded; else None."""
+        that name if only one was recorded (unless ``elsewhere`` is False: a paper's claim rests on its own
+        table's row, never on a namesake in another table); else None."""
         if (table, row) in self:
             return self[(table, row)]
+        if not elsewhere:
+            return None
         named = {id(ev): ev for (_, r), ev in self.items() if r == row}
         return next(iter(named.values())) if len(named) == 1 else None
 
