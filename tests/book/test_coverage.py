@@ -93,7 +93,10 @@ def test_the_coverage_file_round_trips_and_a_bad_one_is_named(tmp_path):
     assert read_coverage(tmp_path, "rcl").equals(frame)
     assert read_coverage(tmp_path, "bsc") is None
     coverage_path(tmp_path, "bsc").write_text("table,row\nTable 1,MSE\n")
-    with pytest.raises(DataFormatError, match=r"bsc\.csv:1: expected the columns table, row, coverage, detail"):
+    with pytest.raises(DataFormatError, match=r"bsc\.csv:1: expected the header table,row,coverage,detail"):
+        read_coverage(tmp_path, "bsc")
+    coverage_path(tmp_path, "bsc").write_text("table,row,coverage,detail\nTable 1,MSE,runs\n")
+    with pytest.raises(DataFormatError, match=r"bsc\.csv:2: expected 4 fields"):
         read_coverage(tmp_path, "bsc")
     text = coverage_text(frame)
     assert f"0 runs, {len(frame)} needs absent data, 0 cited" in text and "faqir/FAQIRv1.0.xml" in text

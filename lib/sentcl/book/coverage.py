@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ConfigError
-from .results import paper_values
+from .results import _read_csv, paper_values
 
 Needs = Mapping[str | tuple[str, str], Sequence[str]]
 """A row (or a ``(table, row)``, for a row whose data differ between tables) -> the ``"dataset/split"`` names it
@@ -101,16 +101,12 @@ def write_coverage(out_dir: str | os.PathLike, chapter: str, data_root: str | os
 
 
 def read_coverage(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame | None:
-    """A chapter's coverage file, or None when its run wrote none."""
-    from ..errors import DataFormatError
-
+    """A chapter's coverage file, or None when its run wrote none (a bad header or line: a DataFormatError
+    naming the file and line, as for every results file)."""
     path = coverage_path(out_dir, chapter)
     if not path.is_file():
         return None
-    frame = pd.read_csv(path, keep_default_na=False)
-    if list(frame.columns) != list(COVERAGE_COLUMNS):
-        raise DataFormatError(path, 1, f"the columns {', '.join(COVERAGE_COLUMNS)}", f"{list(frame.columns)}")
-    return frame
+    return pd.DataFrame([rec for _, rec in _read_csv(path, COVERAGE_COLUMNS)], columns=list(COVERAGE_COLUMNS))
 
 
 def _sets(tasks: Sequence[str]) -> list[str]:
