@@ -151,7 +151,7 @@ def chapter_section(chapter: str) -> str:
     table, caption = measurement_frame(chapter)
     if table is None:
         return caption + "\n"
-    flat = table.reset_index()
+    flat = table.T.rename_axis(table.index.name).reset_index()  # one column per run: ten measures do not fit across
     return md(caption) + "\n\n" + md_table([md(str(c)) for c in flat.columns],
                                            [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
 
