@@ -151,7 +151,9 @@ def chapter_section(chapter: str) -> str:
     table, caption = measurement_frame(chapter)
     if table is None:
         return caption + "\n"
-    flat = table.T.rename_axis(table.index.name).reset_index()  # one column per run: ten measures do not fit across
+    if table.columns.nlevels == 1 and len(table.columns) > 8:  # one column per run: ten measures do not fit across
+        table = table.T.rename_axis(table.index.name)
+    flat = table.reset_index()
     return md(caption) + "\n\n" + md_table([md(str(c)) for c in flat.columns],
                                            [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
 
