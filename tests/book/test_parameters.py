@@ -82,7 +82,7 @@ def test_a_notebook_opened_as_is_runs_the_demo(defaults):
 @pytest.mark.parametrize(
     ("namespace", "given", "message"),
     [
-        ({"profile": "fast"}, set(), "parameter profile is 'fast'; expected one of smoke, demo, paper"),
+        ({"profile": "fast"}, set(), "parameter profile is 'fast'; expected one of smoke, demo, rehearsal, paper"),
         ({"seeed": [3]}, {"seeed"}, "mnrl_sbert notebook (papermill -p): unknown parameter 'seeed'; did you mean 'seeds'?"),
         ({"train_pairs": "96"}, {"train_pairs"}, "parameter train_pairs must be int like its default 0, got '96'"),
         ({"sts_tasks": "[STSb]"}, {"sts_tasks"}, "pass lists and dicts with -y 'sts_tasks: ...'"),
@@ -93,7 +93,7 @@ def test_bad_values_are_one_line_errors_naming_the_parameter(defaults, namespace
         parameters.resolve_parameters(CHAPTER, {**defaults, **namespace}, given=given)
 
 
-@pytest.mark.parametrize("profile", ["smoke", "demo", "paper"])
+@pytest.mark.parametrize("profile", ["smoke", "demo", "rehearsal", "paper"])
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
 def test_a_sentcl_reproduce_run_resolves_to_what_it_injected(chapter, profile, tmp_path, capsys):
     """sentcl reproduce injects every value of the profile and its overrides: the notebook's own
@@ -108,7 +108,7 @@ def test_a_sentcl_reproduce_run_resolves_to_what_it_injected(chapter, profile, t
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("profile", ["smoke", "demo", "paper"])
+@pytest.mark.parametrize("profile", ["smoke", "demo", "rehearsal", "paper"])
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
 def test_papermill_with_only_the_profile_gets_what_sentcl_reproduce_injects(chapter, profile, tmp_path, capsys):
     """`papermill <nb> out.ipynb -p profile X` resolves to the parameters `sentcl reproduce --profile X`

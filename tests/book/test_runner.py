@@ -21,8 +21,8 @@ from sentcl.errors import ConfigError
 from sentcl.progress import LABEL_ENV, PROGRESS_ENV
 
 PARAMS = 'profile = "demo"\ndata_dir = None\nout_dir = "runs/manual"\nseed = 0\nlr = 2e-5\nepochs = 1\nuse_fp16 = False\nmodel = "tiny"\nlayers = [1, 2]\nextra = None'
-PROFILES = "smoke: {epochs: 2, model: tiny-random}\ndemo: {}\npaper: {lr: 3.0e-5, use_fp16: true, layers: [12]}\n"
-EMPTY_PROFILES = "smoke: {}\ndemo: {}\npaper: {}\n"
+PROFILES = "smoke: {epochs: 2, model: tiny-random}\ndemo: {}\nrehearsal: {}\npaper: {lr: 3.0e-5, use_fp16: true, layers: [12]}\n"
+EMPTY_PROFILES = "smoke: {}\ndemo: {}\nrehearsal: {}\npaper: {}\n"
 
 
 def write_notebook(path: Path, params: str = PARAMS, cells: list[str] = (), title: str = "A chapter", profiles: str | None = PROFILES) -> Path:
@@ -111,16 +111,16 @@ def test_profile_values_are_checked_against_the_defaults(tmp_path):
     path = write_notebook(tmp_path / "a.ipynb")
     defaults = runner.notebook_parameters(path)
     profiles = runner.read_profiles(path.with_suffix(".profiles.yaml"), defaults)
-    assert profiles == {"smoke": {"epochs": 2, "model": "tiny-random"}, "demo": {},
+    assert profiles == {"smoke": {"epochs": 2, "model": "tiny-random"}, "demo": {}, "rehearsal": {},
                         "paper": {"lr": 3e-5, "use_fp16": True, "layers": [12]}}
     bad = {
-        "smoke: {epoch: 2}\ndemo: {}\npaper: {}\n": "unknown parameter 'epoch'; did you mean 'epochs'? valid: profile, data_dir",
-        "smoke: {epochs: two}\ndemo: {}\npaper: {}\n": "parameter epochs must be int like its default 1, got 'two'",
-        "smoke: {use_fp16: 1}\ndemo: {}\npaper: {}\n": "parameter use_fp16 must be bool",
-        "smoke: {out_dir: x}\ndemo: {}\npaper: {}\n": "out_dir is set by sentcl reproduce (--out)",
-        "smoke: {}\ndemo: {}\n": "missing: ['paper']",
-        "smoke: {}\ndemo: {}\npaper: {}\nfast: {}\n": "unknown: ['fast']",
-        "smoke: [1]\ndemo: {}\npaper: {}\n": "profile smoke must map parameter names",
+        "smoke: {epoch: 2}\ndemo: {}\nrehearsal: {}\npaper: {}\n": "unknown parameter 'epoch'; did you mean 'epochs'? valid: profile, data_dir",
+        "smoke: {epochs: two}\ndemo: {}\nrehearsal: {}\npaper: {}\n": "parameter epochs must be int like its default 1, got 'two'",
+        "smoke: {use_fp16: 1}\ndemo: {}\nrehearsal: {}\npaper: {}\n": "parameter use_fp16 must be bool",
+        "smoke: {out_dir: x}\ndemo: {}\nrehearsal: {}\npaper: {}\n": "out_dir is set by sentcl reproduce (--out)",
+        "smoke: {}\ndemo: {}\n": "missing: ['rehearsal', 'paper']",
+        "smoke: {}\ndemo: {}\nrehearsal: {}\npaper: {}\nfast: {}\n": "unknown: ['fast']",
+        "smoke: [1]\ndemo: {}\nrehearsal: {}\npaper: {}\n": "profile smoke must map parameter names",
     }
     for body, message in bad.items():
         path.with_suffix(".profiles.yaml").write_text(body)

@@ -192,6 +192,12 @@ def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_pat
     assert not judged.miniature
     assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 205 | 0 | 1 | 1 / 0 / 0 / 0 | 3 / 0 / 0 |" in pages.scorecard([judged])
     assert COLOURS["agrees"] in pages.chapter_results(judged) and "A miniature" not in pages.chapter_results(judged)
+    # a rehearsal run: the paper's schedules on a tiny stand-in, neither judged nor a miniature of the paper
+    rehearsal = demo_output(tmp_path / "rehearsal", profile="rehearsal")
+    (rehearsed,) = [s for s in pages.chapter_states(ROOT, rehearsal) if s.chapter == "mnrl_sbert"]
+    shown = pages.chapter_results(rehearsed)
+    assert rehearsed.miniature and "**A rehearsal**" in shown and "A miniature" not in shown
+    assert not any(colour in shown for colour in COLOURS.values())
 
 
 def test_pages_name_the_data_root_not_its_local_path(tmp_path):
@@ -252,6 +258,8 @@ def test_the_banner_says_when_chapters_ran_on_sample_data():
     assert smoke.startswith("Smoke build (bsc, rcl)")
     demo = pages.announcement([_state("bsc", "demo", True), _state("rcl", "demo", False)])
     assert demo.startswith("Sample data: bsc ran on the project's sample data")
+    rehearsal = pages.announcement([_state("bsc", "rehearsal", False), _state("rcl", "demo", False)])
+    assert rehearsal.startswith("Rehearsal build (bsc): the paper profile's schedules on a tiny random stand-in")
 
 
 def test_a_broken_cross_reference_fails_the_build(mathjax, tmp_path):

@@ -85,6 +85,7 @@ ASSUMED = {
     "eval_tasks": {"Antique": "Antique", "CQA-A": "CQA-A-2016", "CQA-B": "CQA-B-2016", "PFCC-S": "CLEF-2020",
                    "MRPC": "MRPC", "QQP": "QQP", "STSb": "STSb"},  # stand-ins: sentcl.evaluation.tasks
     "eval_max_queries": {},  # every test query / pair
+    "dev_max_queries": {},  # every dev query / pair at each epoch's selection
     "not_run_tasks": {},  # the paper profile runs every task whose data the data root holds
     # §4 trains CQA-A on train part 1; a data root without it (this project's) trains on part 2, labelled as such
     "train_fallback": {"CQA-A": "semeval2016_cqa_a/train_part2"},
@@ -95,7 +96,7 @@ ASSUMED = {
 MAY_DIFFER = {
     "base_model", "zero_shot_model", "zero_shot_pooling",  # encoders (MiniLM / tiny; the zero-shot row is then ours)
     "tasks", "rows", "train_data",  # which tasks and rows run, and what a data root holds
-    "train_rows", "epochs", "seeds", "select_on_dev", "eval_max_queries",  # budgets
+    "train_rows", "epochs", "seeds", "select_on_dev", "eval_max_queries", "dev_max_queries",  # budgets
     "batch_size",  # demo: 16, so that four rows x three seeds x 60 steps fit the chapter's 12 minutes (book/bsc.md)
     "seed_summary",  # a miniature reports the mean ± std over its seeds, to tell an effect from noise
     "learning_rate",  # demo: a rate in the paper's range (2e-5, 3e-5) that 67 steps move the stand-in with

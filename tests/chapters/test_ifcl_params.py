@@ -68,6 +68,7 @@ ASSUMED = {
     "max_grad_norm": 1.0,
     "precision": "auto",  # the slides name none; SimCSE trains in fp16: bf16/fp16 on a GPU, fp32 on a CPU
     "eval_steps": 125,  # STS-B dev every 125 steps, best kept (SimCSE)
+    "dev_max_pairs": 0,  # the whole STS-B dev set at each evaluation (SimCSE)
     "seeds": [0, 1, 2],  # the slides report one run; three, so that a claim can be told from seed noise (issue 23)
     "checkpoint_steps": 250,  # not the paper's: how often a killed run can resume from
     "encode_precision": "auto",
@@ -80,7 +81,7 @@ MAY_DIFFER = {
     "english_models", "chinese_model", "pooling", "english_rows", "first_last_avg_rows", "chinese_rows", "mi_rows",  # rows
     "train_dataset",  # the data root holds only wiki1m's first lines
     "train_sentences", "max_steps", "batch_size", "seeds", "sts_max_pairs", "chinese_max_pairs", "mi_sentences",  # budgets
-    "learning_rates", "chinese_learning_rate", "eval_steps", "checkpoint_steps",  # for the budget and the tiny model
+    "learning_rates", "chinese_learning_rate", "eval_steps", "dev_max_pairs", "checkpoint_steps",  # budget, tiny model
     "mi_candidates", "mi_task_min_score",  # the sample data has fewer close STS-B pairs than 64
     "not_run_rows",  # the rows a profile leaves out, each with its reason
     # the demo's stand-in solves word-repetition twins before training (benchmarks/results/ifcl_demo_setting_cpu.json):

@@ -14,7 +14,8 @@ from . import claims
 BASELINE = "MNRL"
 NEWER = ("BSC", "RCL", "IFCL")
 BASE_ROW = "base (untouched)"
-PROFILE_WORDS = {"demo": "the demo profile (a miniature)", "smoke": "the smoke profile (a test run)", "paper": "the paper profile"}
+PROFILE_WORDS = {"demo": "the demo profile (a miniature)", "smoke": "the smoke profile (a test run)",
+                 "rehearsal": "the rehearsal profile (the paper schedules on a tiny stand-in)", "paper": "the paper profile"}
 
 
 def answer(states) -> str:

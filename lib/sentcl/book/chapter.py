@@ -60,10 +60,10 @@ CHAPTERS = {
 OWN_CHAPTERS = frozenset({"geometry"})
 """Chapters of our own, reproducing no paper: no paper values, every row is ours."""
 
-GEOMETRY_PAIRS = {"smoke": 0, "demo": 500, "paper": 0}
+GEOMETRY_PAIRS = {"smoke": 0, "demo": 500, "rehearsal": 200, "paper": 0}
 """STS-B test pairs a model's geometry is measured on, per profile (0: all 1,379; the demo draws
 500 with seed 0, about 100 of them scored above 4, so that measuring every model of a chapter
-fits a laptop's budget)."""
+fits a laptop's budget; the rehearsal 200)."""
 
 
 OUTPUT_CLAIMED_ENV = "SENTCL_OUTPUT_CLAIMED"
@@ -109,8 +109,8 @@ class DataChoice:
 def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> DataChoice:
     """The data root a profile runs on.
 
-    ``smoke`` always reads ``data/samples``. ``demo`` reads ``data_dir`` (or
-    ``$SENTCL_DATA``) and, when neither is set, falls back to ``data/samples`` with a
+    ``smoke`` always reads ``data/samples``. ``demo`` and ``rehearsal`` read ``data_dir`` (or
+    ``$SENTCL_DATA``) and, when neither is set, fall back to ``data/samples`` with a
     warning. ``paper`` requires a real data root.
     """
     from ..data.registry import SAMPLE_MARKER, samples_root
@@ -130,7 +130,7 @@ def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> Dat
             samples_root(),
             True,
             "no data root (the notebook parameter data_dir, sentcl reproduce --data-dir, or $SENTCL_DATA): "
-            "the demo profile falls back to the project's "
+            f"the {profile} profile falls back to the project's "
             "sample data in data/samples, so its numbers say nothing about the papers",
         )
     if (root / SAMPLE_MARKER).exists() or root == samples_root().resolve():

@@ -137,9 +137,9 @@ def unknown_parameter(name: str, valid: dict[str, Any], where: str) -> ConfigErr
 
 def read_profiles(path: Path, defaults: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """A chapter's profile file: profile -> {parameter: value}, checked against the
-    notebook's parameters (names and types). All three profiles must be present."""
+    notebook's parameters (names and types). All four profiles must be present."""
     if not path.is_file():
-        raise ConfigError(f"{path} not found: each chapter lists its smoke, demo and paper parameters there")
+        raise ConfigError(f"{path} not found: each chapter lists its smoke, demo, rehearsal and paper parameters there")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:

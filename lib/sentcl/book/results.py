@@ -47,7 +47,7 @@ from ..errors import ConfigError, DataFormatError, DataMissingError
 from ..io import atomic_write_text, file_lock
 from ..paths import resource
 
-PROFILES = ("smoke", "demo", "paper")
+PROFILES = ("smoke", "demo", "rehearsal", "paper")
 KINDS = ("reproduced", "sample-data")  # kinds of result rows; "cited" is what the report calls a paper cell without one
 PAPER_COLUMNS = ("table", "row", "column", "value", "scale", "source")
 RESULT_COLUMNS = (

@@ -231,7 +231,7 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
 
 def register(subparsers, name: str, summary: str) -> None:
     p = subparsers.add_parser(name, help=summary, description=__doc__.split("\n\n")[0])
-    p.add_argument("--profile", choices=PROFILES, default="demo", help="parameter set: smoke, demo (default) or paper")
+    p.add_argument("--profile", choices=PROFILES, default="demo", help="parameter set: smoke, demo (default), rehearsal or paper")
     p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(CHAPTERS)})")
     p.add_argument("--data-dir", help="the data root (default: $SENTCL_DATA; demo falls back to data/samples)")
     p.add_argument("--out", help="output folder (default: runs/<profile> in the project)")
