@@ -67,3 +67,35 @@ def test_the_recorded_projection_is_the_profiles():
     recorded = json.loads(benchmark_result("rcl_gpu_h100.json").read_text(encoding="utf-8"))
     assert recorded["projection"] == rcl_paper_projection(recorded)
     assert recorded["projection"]["hours"] > 10 * recorded["results"]["final_8_regulators"]["median_step_s"] * 4968 / 3600
+
+
+IFCL_NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "ifcl.ipynb"
+
+
+def test_the_ifcl_paper_profile_counts_every_training_it_runs():
+    """Issue 23: per English row (IFCL, IFCL w/o TL and SimCSE on BERT-base, IFCL and SimCSE on BERT-large) and per
+    trained Chinese row (SimCSE, IFCL) three seeds; one wiki1m epoch of 64 for the English rows, one epoch of the
+    Chinese sets' sentences (both sides of 5,231 CNSD and 10,000 SimCLUE pairs) for the Chinese; STS-B dev every
+    125 steps. Summed here by hand from the slides' setting."""
+    from sentcl.book.cost import ifcl_paper_projection, ifcl_stages
+
+    paper = parameters.chapter_profiles(IFCL_NOTEBOOK)["paper"]
+    assert len(paper["seeds"]) == 3
+    stages = {s.what: s for s in ifcl_stages(paper)}
+    english, chinese = 1_000_000 // 64, math.ceil(2 * (5_231 + 10_000) / 64)
+    assert (english, chinese) == (15_625, 476)
+    runs = {(s.step, s.steps): s.runs for s in stages.values() if s.steps}
+    assert runs == {("IFCL-BERT-base", english): 2 * 3, ("IFCL-BERT-large", english): 3, ("SimCSE-BERT-base", english): 3,
+                    ("SimCSE-BERT-large", english): 3, ("SimCSE-BERT-base", chinese): 3, ("IFCL-BERT-base", chinese): 3}
+    dev = {s.steps: s.sentences for s in stages.values() if s.steps}
+    assert dev == {english: 125 * 2 * 1_500, chinese: 3 * 2 * 1_458}  # every 125 steps, both sides of each dev pair
+    scored = stages["English STS test sets: every row and seed scored"]
+    assert scored.runs == 5 * 3 + 2 and scored.sentences == 2 * (3108 + 1500 + 3750 + 3000 + 1186 + 1379 + 4927)
+    assert stages["Chinese STS test sets: every row and seed scored"].runs == 1 + 2 * 3
+    record = json.loads(benchmark_result("ifcl_gpu_h100.json").read_text(encoding="utf-8"))
+    projected = ifcl_paper_projection(record)
+    assert projected["not measured"] == [f"SimCSE-BERT-large: 3 runs of {english:,} steps"]  # the record has no such run
+    step = {r["model"]: r["step_s_median"] for r in record["table"]}
+    trained = (6 * english + 3 * chinese) * step["IFCL-BERT-base"] + 3 * english * step["IFCL-BERT-large"] \
+        + (3 * english + 3 * chinese) * step["SimCSE-BERT-base"]
+    assert projected["hours"] >= trained / 3600 > 10  # at least the training steps: ten hours and more

@@ -1,5 +1,6 @@
-"""What the RCL chapter's paper profile costs on a GPU: every training and encoding its parameters imply,
-counted from them, times the step times and the encoding rate a benchmark measured.
+"""What the RCL and IFCL chapters' paper profiles cost on a GPU: every training and encoding their parameters
+imply, counted from them, times the step times and the encoding rate a benchmark measured (IFCL:
+:func:`ifcl_stages`, :func:`ifcl_paper_projection`; RCL below).
 
 :func:`rcl_stages` walks the chapter notebook's loops over a profile's parameters (the same rows, seeds
 and folds) and returns one :class:`Stage` per kind of work: the entropy models (early-stopped: between
@@ -141,6 +142,79 @@ def _evaluations(fraction: float, epochs: int, steps: int) -> int:
     return min(steps, math.ceil(round(1 / fraction, 9)) * epochs) if fraction else 0
 
 
+IFCL_SIZES: dict[str, Any] = {"wiki1m_sentences": 1_000_000}
+"""Sizes the IFCL parameters do not hold: wiki1m's sentences (the registry's count of the file the data root
+lacks). The Chinese training sets and every dev and test set are counted from the registry."""
+
+
+def ifcl_step(size: str, method: str) -> str:
+    """The measured step of a row of ``method`` on the ``size`` encoder: ``benchmarks/ifcl_gpu.py``'s model names
+    (IFCL w/o TL encodes IFCL's three views, so it runs IFCL's step)."""
+    return f"{'SimCSE' if method == 'simcse' else 'IFCL'}-BERT-{size}"
+
+
+def ifcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = IFCL_SIZES) -> list[Stage]:
+    """Every training and encoding the IFCL notebook runs with parameters ``p``, as :class:`Stage` rows: per
+    English row and seed one run over the training sentences, per trained Chinese row and seed one run over the
+    Chinese training sentences (both sides of every pair: at most that many distinct ones), grouped by the
+    measured step they run (:func:`ifcl_step`; the Chinese BERT is BERT-base's architecture); each run's
+    STS-B dev evaluation every ``eval_steps`` steps; every row and seed scored on the STS test sets. Table 4's
+    mutual information (a few thousand sentences per row) is left out."""
+    from ..data import info
+    from ..evaluation.tasks import task
+
+    def count(name: str) -> int:
+        dataset, split = name.split("/")
+        found = info(dataset).splits[split].count
+        if found is None:
+            raise ConfigError(f"the registry has no count for {name}")
+        return int(found)
+
+    def scored(tasks: Sequence[str], cap: int) -> int:
+        return 2 * sum(min(count(f"{task(t).dataset}/{task(t).split}"), cap or 10**12) for t in tasks)
+
+    english = p["train_sentences"] or sizes["wiki1m_sentences"]
+    chinese = 2 * sum(count(name) for name in p["chinese_train_datasets"])
+    chinese = min(chinese, p["train_sentences"] or chinese)
+    runs: dict[tuple[str, int, int], int] = {}  # (measured step, steps, dev sentences per evaluation) -> runs
+    for size, method in p["english_rows"].values():
+        key = (ifcl_step(size, method), run_steps(english, p["batch_size"], p["epochs"], p["max_steps"]),
+               2 * (p["dev_max_pairs"] or count("stsbenchmark/dev")))
+        runs[key] = runs.get(key, 0) + len(p["seeds"])
+    for method in p["chinese_rows"].values():
+        if method != "untouched":
+            key = (ifcl_step("base", method), run_steps(chinese, p["batch_size"], p["epochs"], p["max_steps"]),
+                   2 * (p["dev_max_pairs"] or count("cnsd_stsb/dev")))
+            runs[key] = runs.get(key, 0) + len(p["seeds"])
+    stages = [Stage(f"{step}: {n} runs of {steps:,} steps", n, steps, step,
+                    sentences=(steps // p["eval_steps"] if p["eval_steps"] else 0) * dev)
+              for (step, steps, dev), n in runs.items()]
+    english_scored = len(p["english_rows"]) * len(p["seeds"]) + len(p["first_last_avg_rows"])
+    stages.append(Stage("English STS test sets: every row and seed scored", english_scored,
+                        sentences=scored(p["sts_tasks"], p["sts_max_pairs"])))
+    if p["chinese_rows"]:
+        chinese_scored = sum(1 if m == "untouched" else len(p["seeds"]) for m in p["chinese_rows"].values())
+        stages.append(Stage("Chinese STS test sets: every row and seed scored", chinese_scored,
+                            sentences=scored(p["chinese_tasks"], p["chinese_max_pairs"])))
+    return stages
+
+
+def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`projection` of the IFCL chapter's paper profile from a ``benchmarks/ifcl_gpu.py`` record: each
+    model's median step, every sentence encoded at the slowest measured evaluation rate (an upper bound). A
+    stage whose step the record did not measure is left out and named under ``"not measured"``."""
+    from ..paths import notebook_file
+    from .parameters import chapter_profiles
+
+    paper = chapter_profiles(notebook_file("ifcl.ipynb"))["paper"]
+    steps = {r["model"]: r["step_s_median"] for r in measured["table"]}
+    rate = min(3000 / r["evaluation_3000_sentences_s"] for r in measured["table"])
+    stages = ifcl_stages(paper)
+    result = projection([s for s in stages if not s.step or s.step in steps], steps, rate)
+    result["not measured"] = [s.what for s in stages if s.step and s.step not in steps]
+    return result
+
+
 def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`projection` of the RCL chapter's paper profile (its notebook's defaults and profile, as shipped)
     from a ``benchmarks/rcl_gpu.py`` record (``measured["results"]``: each stage's ``median_step_s``, the
@@ -174,5 +248,5 @@ def projection(stages: Sequence[Stage], step_seconds: Mapping[str, float], sente
             "hours_fewest": round(sum(float(r["hours (fewest steps)"]) for r in table), 2)}
 
 
-__all__ = ["ENCODER_ATTENTION_DROPOUT", "MEASURED_STEPS", "PAPER_SIZES", "Stage", "measured_step", "projection",
-           "rcl_paper_projection", "rcl_stages", "run_steps"]
+__all__ = ["ENCODER_ATTENTION_DROPOUT", "IFCL_SIZES", "MEASURED_STEPS", "PAPER_SIZES", "Stage", "ifcl_paper_projection",
+           "ifcl_stages", "ifcl_step", "measured_step", "projection", "rcl_paper_projection", "rcl_stages", "run_steps"]
