@@ -178,3 +178,47 @@ def test_the_rehearsal_is_long_enough_to_catch_the_literal_reading(profiles, cha
     planned, _, patience, warmup_ratio = entropy_schedule(chapter, values)
     with pytest.raises(ConfigError, match="inside its warm-up"):
         drive_entropy_model(values, planned, 1, patience, warmup_ratio)
+
+
+def main_runs(chapter: str, v: dict) -> list[tuple[str, TrainingConfig, int]]:
+    """The rehearsal's training runs other than the entropy models, as the notebooks configure them:
+    (what, config, optimizer steps per epoch)."""
+    def config(batch: int, rate: float, **options) -> TrainingConfig:
+        return TrainingConfig(epochs=options.pop("epochs", v["epochs"]), batch_size=batch, learning_rate=rate,
+                              warmup_ratio=v["warmup_ratio"], log_steps=2, **options)
+
+    if chapter == "mnrl_sbert":
+        return [("MNRL", config(v["mnrl_batch_size"], v["learning_rate"]), math.ceil(v["train_pairs"] / v["mnrl_batch_size"])),
+                ("softmax", config(v["softmax_batch_size"], v["learning_rate"]), math.ceil(v["train_pairs"] / v["softmax_batch_size"]))]
+    if chapter == "bsc":  # every task's BSC rows: the training rows less the 9:1 dev tenth where the task holds one out
+        return [(task, config(v["batch_size"][task], v["learning_rate"][task], epochs=v["epochs"][task],
+                              eval_fraction=1.0 if v["select_on_dev"] else None),
+                 math.ceil(v["train_rows"][task] * (0.9 if v["dev_data"][task] == "9:1" else 1) / v["batch_size"][task]))
+                for task in v["tasks"] if task not in v["not_run_tasks"]]
+    if chapter == "rcl":
+        return [("final model", config(v["batch_size"], v["learning_rate"], max_steps=v["max_steps"] or None,
+                                       eval_fraction=v["final_eval_fraction"] or None), math.ceil(v["train_rows"] / v["batch_size"]))]
+    if chapter == "ifcl":
+        return [(size, config(v["batch_size"], rate, eval_steps=v["eval_steps"] or None), math.ceil(v["train_sentences"] / v["batch_size"]))
+                for size, rate in v["learning_rates"].items()]
+    return [("every method", config(v["batch_size"], v["learning_rate"], max_steps=v["max_steps"] or None),
+             math.ceil(v["train_rows"] / v["batch_size"]))]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_rehearsal_run_keeps_the_papers_schedule_shape_and_can_train(profiles, chapter):
+    """Each run of the rehearsal: at least 10 optimizer steps, a warm-up of at least one step wherever the paper
+    warms up, as many evaluations per epoch as the paper's cadence asks (none merged into one step), and a run
+    of those steps that the health rules count as trained."""
+    paper = profiles[chapter]["paper"]
+    for what, config, per_epoch in main_runs(chapter, profiles[chapter]["rehearsal"]):
+        total = config.total_steps(per_epoch)
+        schedule = config.schedule(total)
+        assert total >= 10, (what, total)
+        assert schedule.warmup_steps >= 1 or config.warmup_ratio == 0, what
+        if config.eval_fraction:  # every evaluation the fraction asks for, each at its own step
+            assert len(config.eval_points(per_epoch)) == math.ceil(round(1 / config.eval_fraction, 9)), what
+        if config.eval_steps:  # as dense as the paper's cadence, or every step where the run is too short for it
+            assert total // config.eval_steps >= min(total, PAPER_STEPS[chapter] // paper["eval_steps"]), what
+        losses = [{"step": s, "loss": 1.0 / s} for s in range(2, total + 1, 2)]
+        assert training_health(config, total, total, losses, start_cosine=0.9)["active"], what
