@@ -42,13 +42,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION
+
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "mnrl_sbert_cost_cpu.json"
 PAPER_PAIRS = {"mnrl": 314_315, "softmax": 942_069}  # entailment pairs; all pairs with a gold label (SNLI + MultiNLI train)
 BATCH = {"mnrl": 12, "softmax": 16}
 ROWS = {"mnrl": "MNRLSBERT / MNRLSRoBERTa (MNRL, batch 12)", "softmax": "SBERT / SRoBERTa (softmax loss, batch 16)"}
-T4_FP32_PEAK = 8.1e12
-T4_UTILISATION = (0.25, 0.50)
 PAPER_CLAIM = "under 2 hours per model on one T4 (Google Colab), the paper's §IV.C"
 
 

@@ -99,3 +99,37 @@ def test_the_ifcl_paper_profile_counts_every_training_it_runs():
     trained = (6 * english + 3 * chinese) * step["IFCL-BERT-base"] + 3 * english * step["IFCL-BERT-large"] \
         + (3 * english + 3 * chinese) * step["SimCSE-BERT-base"]
     assert projected["hours"] >= trained / 3600 > 10  # at least the training steps: ten hours and more
+
+
+def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
+    """MNRLSBERT and MNRLSRoBERTa: one epoch of the 314,315 entailment pairs in batches of 12; SBERT and SRoBERTa: one
+    epoch of the 942,854 labelled NLI rows in batches of 16; one seed (the paper's). The T4 estimate sums them."""
+    from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, mnrl_sbert_stages, t4_hours
+
+    paper = parameters.chapter_profiles(NOTEBOOK.with_name("mnrl_sbert.ipynb"))["paper"]
+    stages = mnrl_sbert_stages(paper)
+    assert [(s.step, s.runs, s.steps) for s in stages] == [("mnrl", 2, math.ceil(314_315 / 12)),
+                                                           ("softmax", 2, math.ceil(942_854 / 16))]
+    record = json.loads(benchmark_result("mnrl_sbert_cost_cpu.json").read_text(encoding="utf-8"))
+    flop = sum(2 * steps * record["runs"][step]["median_training_gflop_per_step"] * 1e9
+               for step, steps in (("mnrl", 26_193), ("softmax", 58_929)))
+    low, high = t4_hours(stages, record)
+    assert (low, high) == pytest.approx((flop / (T4_FP32_PEAK * T4_UTILISATION[1]) / 3600,
+                                         flop / (T4_FP32_PEAK * T4_UTILISATION[0]) / 3600))
+    assert 4 < low < high < 10  # four models of under 2 T4 hours each by the paper's account, 1-3.4 by ours
+
+
+def test_the_geometry_paper_profile_counts_every_training_it_runs():
+    """Two families x four methods x three seeds of one budget (the 314,315 entailment pairs in batches of 64), and per
+    family RCL's four entropy models, early-stopped no sooner than 4 windows of 500 steps."""
+    from sentcl.book.cost import geometry_stages
+
+    paper = parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["paper"]
+    stages = {s.what.split(":")[0]: s for s in geometry_stages(paper)}
+    epoch = math.ceil(314_315 / 64)
+    for method in ("MNRL", "BSC", "RCL", "IFCL"):
+        assert (stages[method].runs, stages[method].steps) == (2 * 3, epoch)
+    entropy = stages["RCL entropy models (Eq. 2), early-stopped"]
+    assert (entropy.runs, entropy.steps, entropy.fewest_steps) == (2 * 4, epoch, 500 * 4)
+    rehearsal = {s.what.split(":")[0]: s for s in geometry_stages(parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["rehearsal"])}
+    assert rehearsal["MNRL"].steps == 50 and rehearsal["RCL entropy models (Eq. 2), early-stopped"].fewest_steps == 5 * 4

@@ -1,6 +1,8 @@
-"""What the RCL and IFCL chapters' paper profiles cost on a GPU: every training and encoding their parameters
-imply, counted from them, times the step times and the encoding rate a benchmark measured (IFCL:
-:func:`ifcl_stages`, :func:`ifcl_paper_projection`; RCL below).
+"""What the chapters' paper profiles cost: every training (and, for RCL and IFCL, encoding) their parameters
+imply, counted from them, times the step times and the encoding rate a benchmark measured where one did
+(IFCL: :func:`ifcl_stages`, :func:`ifcl_paper_projection`; MNRL-SBERT: :func:`mnrl_sbert_stages`, whose
+per-run estimate ``benchmarks/mnrl_sbert_cost.py`` makes; the geometry chapter: :func:`geometry_stages`,
+counts only, no GPU record; BSC: ``benchmarks/bsc_gpu.py``; RCL below).
 
 :func:`rcl_stages` walks the chapter notebook's loops over a profile's parameters (the same rows, seeds
 and folds) and returns one :class:`Stage` per kind of work: the entropy models (early-stopped: between
@@ -215,6 +217,55 @@ def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def mnrl_sbert_stages(p: Mapping[str, Any]) -> list[Stage]:
+    """Every training the MNRL-SBERT notebook runs with parameters ``p``: per MNRL row and seed one epoch of the
+    entailment pairs in batches of ``mnrl_batch_size``, per softmax row and seed one epoch of the labelled NLI rows
+    in batches of ``softmax_batch_size`` (``train_pairs`` rows each where set; else the counts the data preparation
+    asserts). Step names are ``benchmarks/mnrl_sbert_cost.py``'s (``"mnrl"``, ``"softmax"``)."""
+    seeds = len(p["seeds"])
+    pairs = min(p["train_pairs"] or p["expected_entailment_pairs"], p["expected_entailment_pairs"])
+    rows = min(p["train_pairs"] or p["expected_nli_rows"], p["expected_nli_rows"])
+    return [Stage(f"MNRL ({', '.join(p['mnrl_rows'])})", len(p["mnrl_rows"]) * seeds,
+                  run_steps(pairs, p["mnrl_batch_size"], p["epochs"]), "mnrl"),
+            Stage(f"softmax loss ({', '.join(p['softmax_rows'])})", len(p["softmax_rows"]) * seeds,
+                  run_steps(rows, p["softmax_batch_size"], p["epochs"]), "softmax")]
+
+
+T4_FP32_PEAK = 8.1e12
+T4_UTILISATION = (0.25, 0.50)
+"""A T4's fp32 peak (FLOP/s) and the share of it assumed reached on short padded batches: the MNRL-SBERT
+paper's Colab GPU, onto which ``benchmarks/mnrl_sbert_cost.py`` converts a CPU measurement by FLOPs."""
+
+
+def t4_hours(stages: Sequence[Stage], measured: Mapping[str, Any]) -> tuple[float, float]:
+    """The fewest and most T4 hours of ``stages``' training steps (:func:`mnrl_sbert_stages`), each step's FLOPs
+    from a ``benchmarks/mnrl_sbert_cost.py`` record (``measured["runs"][step]["median_training_gflop_per_step"]``)."""
+    flop = sum(s.runs * s.steps * measured["runs"][s.step]["median_training_gflop_per_step"] * 1e9 for s in stages)
+    low, high = (flop / (T4_FP32_PEAK * u) / 3600 for u in reversed(T4_UTILISATION))
+    return low, high
+
+
+GEOMETRY_PAPER_PAIRS = 314_315
+"""The entailment pairs of SNLI + MultiNLI train (the MNRL-SBERT paper's count, which its notebook asserts)."""
+
+
+def geometry_stages(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> list[Stage]:
+    """Every training the geometry notebook runs with parameters ``p``: per family, method and seed one run of
+    one budget (``train_rows`` pairs, else ``pairs``; IFCL trains on the distinct premises of the same pairs,
+    at most as many), and per family RCL's entropy models (trained once, shared by the seeds), early-stopped
+    between the earliest stop of their patience and the whole budget."""
+    rows = min(p["train_rows"] or pairs, pairs)
+    steps = run_steps(rows, p["batch_size"], p["epochs"], p["max_steps"])
+    entropy = min(steps, p["rcl_entropy_max_steps"] or steps)
+    from ..training.comparison import MethodSettings
+
+    earliest = min(entropy, p["rcl_early_stopping_window"] * (MethodSettings().patience + 1))
+    families, seeds = len(p["base_models"]), len(p["seeds"])
+    return [Stage(f"{method}: every family and seed", families * seeds, steps, method) for method in ("MNRL", "BSC", "RCL", "IFCL")] + [
+        Stage("RCL entropy models (Eq. 2), early-stopped: every family", families * len(p["rcl_phis"]), entropy,
+              "RCL entropy", earliest)]
+
+
 def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`projection` of the RCL chapter's paper profile (its notebook's defaults and profile, as shipped)
     from a ``benchmarks/rcl_gpu.py`` record (``measured["results"]``: each stage's ``median_step_s``, the
@@ -248,5 +299,6 @@ def projection(stages: Sequence[Stage], step_seconds: Mapping[str, float], sente
             "hours_fewest": round(sum(float(r["hours (fewest steps)"]) for r in table), 2)}
 
 
-__all__ = ["ENCODER_ATTENTION_DROPOUT", "IFCL_SIZES", "MEASURED_STEPS", "PAPER_SIZES", "Stage", "ifcl_paper_projection",
-           "ifcl_stages", "ifcl_step", "measured_step", "projection", "rcl_paper_projection", "rcl_stages", "run_steps"]
+__all__ = ["ENCODER_ATTENTION_DROPOUT", "GEOMETRY_PAPER_PAIRS", "IFCL_SIZES", "MEASURED_STEPS", "PAPER_SIZES", "Stage",
+           "geometry_stages", "ifcl_paper_projection", "ifcl_stages", "ifcl_step", "measured_step", "mnrl_sbert_stages",
+           "projection", "rcl_paper_projection", "rcl_stages", "run_steps", "t4_hours", "T4_FP32_PEAK", "T4_UTILISATION"]
