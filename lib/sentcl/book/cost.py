@@ -144,20 +144,16 @@ def _evaluations(fraction: float, epochs: int, steps: int) -> int:
     return min(steps, math.ceil(round(1 / fraction, 9)) * epochs) if fraction else 0
 
 
-IFCL_SIZES: dict[str, Any] = {"wiki1m_sentences": 1_000_000}
-"""Sizes the IFCL parameters do not hold: wiki1m's sentences (the registry's count of the file the data root
-lacks). The Chinese training sets and every dev and test set are counted from the registry."""
-
-
 def ifcl_step(size: str, method: str) -> str:
     """The measured step of a row of ``method`` on the ``size`` encoder: ``benchmarks/ifcl_gpu.py``'s model names
     (IFCL w/o TL encodes IFCL's three views, so it runs IFCL's step)."""
     return f"{'SimCSE' if method == 'simcse' else 'IFCL'}-BERT-{size}"
 
 
-def ifcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = IFCL_SIZES) -> list[Stage]:
+def ifcl_stages(p: Mapping[str, Any]) -> list[Stage]:
     """Every training and encoding the IFCL notebook runs with parameters ``p``, as :class:`Stage` rows: per
-    English row and seed one run over the training sentences, per trained Chinese row and seed one run over the
+    English row and seed one run over the training sentences (the registry's count of ``train_dataset``, or
+    ``train_sentences``), per trained Chinese row and seed one run over the
     Chinese training sentences (both sides of every pair: at most that many distinct ones), grouped by the
     measured step they run (:func:`ifcl_step`; the Chinese BERT is BERT-base's architecture); each run's
     STS-B dev evaluation every ``eval_steps`` steps; every row and seed scored on the STS test sets. Table 4's
@@ -175,9 +171,8 @@ def ifcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = IFCL_SIZES) -> 
     def scored(tasks: Sequence[str], cap: int) -> int:
         return 2 * sum(min(count(f"{task(t).dataset}/{task(t).split}"), cap or 10**12) for t in tasks)
 
-    english = p["train_sentences"] or sizes["wiki1m_sentences"]
-    chinese = 2 * sum(count(name) for name in p["chinese_train_datasets"])
-    chinese = min(chinese, p["train_sentences"] or chinese)
+    english, chinese = count(p["train_dataset"]), 2 * sum(count(name) for name in p["chinese_train_datasets"])
+    english, chinese = (min(n, p["train_sentences"] or n) for n in (english, chinese))
     runs: dict[tuple[str, int, int], int] = {}  # (measured step, steps, dev sentences per evaluation) -> runs
     for size, method in p["english_rows"].values():
         key = (ifcl_step(size, method), run_steps(english, p["batch_size"], p["epochs"], p["max_steps"]),
@@ -254,11 +249,11 @@ def geometry_stages(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> 
     one budget (``train_rows`` pairs, else ``pairs``; IFCL trains on the distinct premises of the same pairs,
     at most as many), and per family RCL's entropy models (trained once, shared by the seeds), early-stopped
     between the earliest stop of their patience and the whole budget."""
+    from ..training.comparison import MethodSettings
+
     rows = min(p["train_rows"] or pairs, pairs)
     steps = run_steps(rows, p["batch_size"], p["epochs"], p["max_steps"])
     entropy = min(steps, p["rcl_entropy_max_steps"] or steps)
-    from ..training.comparison import MethodSettings
-
     earliest = min(entropy, p["rcl_early_stopping_window"] * (MethodSettings().patience + 1))
     families, seeds = len(p["base_models"]), len(p["seeds"])
     return [Stage(f"{method}: every family and seed", families * seeds, steps, method) for method in ("MNRL", "BSC", "RCL", "IFCL")] + [
@@ -299,6 +294,6 @@ def projection(stages: Sequence[Stage], step_seconds: Mapping[str, float], sente
             "hours_fewest": round(sum(float(r["hours (fewest steps)"]) for r in table), 2)}
 
 
-__all__ = ["ENCODER_ATTENTION_DROPOUT", "GEOMETRY_PAPER_PAIRS", "IFCL_SIZES", "MEASURED_STEPS", "PAPER_SIZES", "Stage",
+__all__ = ["ENCODER_ATTENTION_DROPOUT", "GEOMETRY_PAPER_PAIRS", "MEASURED_STEPS", "PAPER_SIZES", "Stage",
            "geometry_stages", "ifcl_paper_projection", "ifcl_stages", "ifcl_step", "measured_step", "mnrl_sbert_stages",
            "projection", "rcl_paper_projection", "rcl_stages", "run_steps", "t4_hours", "T4_FP32_PEAK", "T4_UTILISATION"]
