@@ -151,3 +151,10 @@ def test_under_papermill_the_kernel_sees_which_names_were_injected(tmp_path):
                     "-p", "profile", "smoke", "-p", "seed", "0"], check=True, capture_output=True, timeout=300)
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     assert out.cells[-1].outputs[0]["text"].strip() == "['profile', 'seed']"  # seed 0, equal to its default, still given
+
+
+def test_shipped_parameters_are_a_profile_of_the_shipped_notebook():
+    assert parameters.shipped_parameters("rcl") == parameters.chapter_profiles(notebook_file("rcl.ipynb"))["paper"]
+    assert parameters.shipped_parameters("rcl", "rehearsal")["base_model"] == "tiny"
+    with pytest.raises(ConfigError, match="unknown profile 'fast'"):
+        parameters.shipped_parameters("rcl", "fast")

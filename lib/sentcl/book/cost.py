@@ -67,12 +67,29 @@ def run_steps(rows: int, batch_size: int, epochs: int, max_steps: int = 0) -> in
     return min(steps, max_steps) if max_steps else steps
 
 
+def registry_count(name: str) -> int:
+    """The registry's count of rows of ``name`` ("dataset/split"); an error where it records none."""
+    from ..data import info
+
+    dataset, split = name.split("/")
+    found = info(dataset).splits[split].count
+    if found is None:
+        raise ConfigError(f"the registry has no count for {name}")
+    return int(found)
+
+
+def scored_sentences(tasks: Sequence[str], max_pairs: int) -> int:
+    """The sentences one model encodes to score ``tasks`` (both sides of each test pair, at most ``max_pairs``
+    pairs a task; 0: all), counted from the registry."""
+    from ..evaluation.tasks import task
+
+    counts = [registry_count(f"{task(t).dataset}/{task(t).split}") for t in tasks]
+    return 2 * sum(min(n, max_pairs or n) for n in counts)
+
+
 def rcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> list[Stage]:
     """Every training and encoding the RCL notebook runs with parameters ``p`` (a profile's resolved
     parameters), on data of ``sizes`` (:data:`PAPER_SIZES`), as :class:`Stage` rows (module doc)."""
-    from ..data import info
-    from ..evaluation.tasks import task
-
     rows, batch, k_rcl, phis = sizes["nli_rows"], p["batch_size"], p["rcl_entropy_models"], p["phis"]
     if k_rcl > len(phis):
         raise ConfigError(f"rcl_entropy_models = {k_rcl} exceeds the {len(phis)} phis")
@@ -81,10 +98,7 @@ def rcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> 
     earliest = min(entropy_steps, p["early_stopping_window"] * (p["early_stopping_patience"] + 1))
     evaluations = _evaluations(p["final_eval_fraction"], p["epochs"], final_steps)
     dev = 2 * (p["dev_max_pairs"] or sizes["stsb_dev_pairs"])
-    sizes_sts = [info(task(t).dataset).splits[task(t).split].count for t in p["sts_tasks"]]
-    if any(n is None for n in sizes_sts):
-        raise ConfigError(f"the registry has no test-set size for one of {p['sts_tasks']}")
-    sts = 2 * sum(min(int(n), p["sts_max_pairs"] or int(n)) for n in sizes_sts if n is not None)
+    sts = scored_sentences(p["sts_tasks"], p["sts_max_pairs"])
     control = bool(p["base_regulators_control"])
 
     finals: list[tuple[int, int, str, str]] = []  # (regulators, seed, row, group) of every row x seed the notebook trains
@@ -158,41 +172,29 @@ def ifcl_stages(p: Mapping[str, Any]) -> list[Stage]:
     measured step they run (:func:`ifcl_step`; the Chinese BERT is BERT-base's architecture); each run's
     STS-B dev evaluation every ``eval_steps`` steps; every row and seed scored on the STS test sets. Table 4's
     mutual information (a few thousand sentences per row) is left out."""
-    from ..data import info
-    from ..evaluation.tasks import task
-
-    def count(name: str) -> int:
-        dataset, split = name.split("/")
-        found = info(dataset).splits[split].count
-        if found is None:
-            raise ConfigError(f"the registry has no count for {name}")
-        return int(found)
-
-    def scored(tasks: Sequence[str], cap: int) -> int:
-        return 2 * sum(min(count(f"{task(t).dataset}/{task(t).split}"), cap or 10**12) for t in tasks)
-
-    english, chinese = count(p["train_dataset"]), 2 * sum(count(name) for name in p["chinese_train_datasets"])
+    english = registry_count(p["train_dataset"])
+    chinese = 2 * sum(registry_count(name) for name in p["chinese_train_datasets"])
     english, chinese = (min(n, p["train_sentences"] or n) for n in (english, chinese))
     runs: dict[tuple[str, int, int], int] = {}  # (measured step, steps, dev sentences per evaluation) -> runs
     for size, method in p["english_rows"].values():
         key = (ifcl_step(size, method), run_steps(english, p["batch_size"], p["epochs"], p["max_steps"]),
-               2 * (p["dev_max_pairs"] or count("stsbenchmark/dev")))
+               2 * (p["dev_max_pairs"] or registry_count("stsbenchmark/dev")))
         runs[key] = runs.get(key, 0) + len(p["seeds"])
     for method in p["chinese_rows"].values():
         if method != "untouched":
             key = (ifcl_step("base", method), run_steps(chinese, p["batch_size"], p["epochs"], p["max_steps"]),
-                   2 * (p["dev_max_pairs"] or count("cnsd_stsb/dev")))
+                   2 * (p["dev_max_pairs"] or registry_count("cnsd_stsb/dev")))
             runs[key] = runs.get(key, 0) + len(p["seeds"])
     stages = [Stage(f"{step}: {n} runs of {steps:,} steps", n, steps, step,
                     sentences=(steps // p["eval_steps"] if p["eval_steps"] else 0) * dev)
               for (step, steps, dev), n in runs.items()]
     english_scored = len(p["english_rows"]) * len(p["seeds"]) + len(p["first_last_avg_rows"])
     stages.append(Stage("English STS test sets: every row and seed scored", english_scored,
-                        sentences=scored(p["sts_tasks"], p["sts_max_pairs"])))
+                        sentences=scored_sentences(p["sts_tasks"], p["sts_max_pairs"])))
     if p["chinese_rows"]:
         chinese_scored = sum(1 if m == "untouched" else len(p["seeds"]) for m in p["chinese_rows"].values())
         stages.append(Stage("Chinese STS test sets: every row and seed scored", chinese_scored,
-                            sentences=scored(p["chinese_tasks"], p["chinese_max_pairs"])))
+                            sentences=scored_sentences(p["chinese_tasks"], p["chinese_max_pairs"])))
     return stages
 
 
@@ -200,10 +202,9 @@ def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`projection` of the IFCL chapter's paper profile from a ``benchmarks/ifcl_gpu.py`` record: each
     model's median step, every sentence encoded at the slowest measured evaluation rate (an upper bound). A
     stage whose step the record did not measure is left out and named under ``"not measured"``."""
-    from ..paths import notebook_file
-    from .parameters import chapter_profiles
+    from .parameters import shipped_parameters
 
-    paper = chapter_profiles(notebook_file("ifcl.ipynb"))["paper"]
+    paper = shipped_parameters("ifcl")
     steps = {r["model"]: r["step_s_median"] for r in measured["table"]}
     rate = min(3000 / r["evaluation_3000_sentences_s"] for r in measured["table"])
     stages = ifcl_stages(paper)
@@ -265,10 +266,9 @@ def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`projection` of the RCL chapter's paper profile (its notebook's defaults and profile, as shipped)
     from a ``benchmarks/rcl_gpu.py`` record (``measured["results"]``: each stage's ``median_step_s``, the
     store's ``store_write_sentences_per_s``), with the stages' counts (:func:`rcl_stages`)."""
-    from ..paths import notebook_file
-    from .parameters import chapter_profiles
+    from .parameters import shipped_parameters
 
-    paper = chapter_profiles(notebook_file("rcl.ipynb"))["paper"]
+    paper = shipped_parameters("rcl")
     results = measured["results"]
     steps = {name: r["median_step_s"] for name, r in results.items() if "median_step_s" in r}
     return projection(rcl_stages(paper), steps, results["store"]["store_write_sentences_per_s"])
@@ -296,4 +296,4 @@ def projection(stages: Sequence[Stage], step_seconds: Mapping[str, float], sente
 
 __all__ = ["ENCODER_ATTENTION_DROPOUT", "GEOMETRY_PAPER_PAIRS", "MEASURED_STEPS", "PAPER_SIZES", "Stage",
            "geometry_stages", "ifcl_paper_projection", "ifcl_stages", "ifcl_step", "measured_step", "mnrl_sbert_stages",
-           "projection", "rcl_paper_projection", "rcl_stages", "run_steps", "t4_hours", "T4_FP32_PEAK", "T4_UTILISATION"]
+           "projection", "rcl_paper_projection", "rcl_stages", "registry_count", "run_steps", "scored_sentences", "t4_hours", "T4_FP32_PEAK", "T4_UTILISATION"]

@@ -171,12 +171,11 @@ NEEDS = {"mnrl_sbert": _mnrl_sbert, "bsc": _bsc, "rcl": _rcl, "ifcl": _ifcl}
 
 def chapter_needs(chapter: str) -> dict:
     """The :data:`Needs` of ``chapter``'s paper profile, read from its parameters (the notebook's defaults)."""
-    from ..paths import notebook_file
-    from .parameters import chapter_profiles
+    from .parameters import shipped_parameters
 
     if chapter not in NEEDS:
         raise ConfigError(f"{chapter}: no paper tables to cover; chapters with them: {', '.join(NEEDS)}")
-    return NEEDS[chapter](chapter_profiles(notebook_file(f"{chapter}.ipynb"))["paper"])
+    return NEEDS[chapter](shipped_parameters(chapter))
 
 
 __all__ = [

@@ -27,8 +27,8 @@ import json
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..paths import benchmark_result, notebook_file
-from .parameters import chapter_profiles
+from ..paths import benchmark_result
+from .parameters import shipped_parameters
 
 T4_GIB = 15.0
 """A T4's memory: 15,360 MiB."""
@@ -118,7 +118,7 @@ def architecture(model: str) -> str:
 def chapter_rows(chapter: str) -> list[MemoryRow]:
     """The paper profile's training runs of ``chapter`` with their peak memory: measured where a
     record exists, else estimated. Raises FileNotFoundError when the record is not shipped."""
-    paper = chapter_profiles(notebook_file(f"{chapter}.ipynb"))["paper"]
+    paper = shipped_parameters(chapter)
     if chapter == "bsc":
         record, by_batch = _record(RECORDS["bsc"]), _tasks_by(paper["batch_size"])
         return [MemoryRow(f"BERT-base, {', '.join(by_batch[m['batch']])}", "bert-base", m["batch"], m["precision"],

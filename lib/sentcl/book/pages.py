@@ -81,6 +81,12 @@ class ChapterState:
             return not bool(done["judged"].astype(bool).all())
         return bool(self.ran and (self.sample or (self.record and self.record.profile != report.JUDGED_PROFILE)))
 
+    @property
+    def rehearsal(self) -> bool:
+        """Whether this chapter's results come from the rehearsal profile alone (a tiny stand-in on the paper's
+        schedules: its numbers and claims test the code, not the paper)."""
+        return self.ran and self.profiles == ["rehearsal"]
+
     def data_roots(self) -> list[Path]:
         """The data roots this chapter's run read (its data_used file and run record)."""
         roots = []
@@ -126,7 +132,7 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
 def announcement(states: list[ChapterState]) -> str | None:
     """The banner on every page when chapters ran on the project's sample data, or in the rehearsal profile."""
     on_samples = [s for s in states if s.ran and s.sample]
-    rehearsed = [s.chapter for s in states if s.ran and "rehearsal" in s.profiles]
+    rehearsed = [s.chapter for s in states if s.rehearsal]
     if rehearsed and not on_samples:
         return (f"Rehearsal build ({', '.join(rehearsed)}): the paper profile's schedules on a tiny random stand-in "
                 "encoder and capped data. It tests whether every stage trains; its numbers say nothing about the papers.")
@@ -197,7 +203,7 @@ def claims_text(state: ChapterState) -> str:
     per_table = "; ".join(f"{md(table)}: {claims.counts_text(frame[frame['table'] == table])}"
                           for table in dict.fromkeys(frame["table"]))
     why = (" On the sample data they test the code, not the paper." if state.sample
-           else " In a rehearsal they test the code on the data's shapes, not the paper." if state.profiles == ["rehearsal"]
+           else " In a rehearsal they test the code on the data's shapes, not the paper." if state.rehearsal
            else " A miniature cannot match the paper's numbers; claims are what it can test." if state.miniature else "")
     return (
         f"**Claims** ({len(frame)}: the paper's orderings of two rows on the {ORDERINGS_ON}, and our own; "
@@ -275,7 +281,7 @@ def _run_status(state: ChapterState, known: dict[str, str] | None = None) -> str
             "**Sample data**: this chapter ran on the project's sample data, so its numbers (Δ not "
             "coloured) test the machinery and say nothing about the paper."
         )
-    elif state.profiles == ["rehearsal"]:
+    elif state.rehearsal:
         lines.append(
             "**A rehearsal**: the paper profile's schedules, rows and tables on a tiny random stand-in encoder "
             "and capped data. Its numbers say nothing about the paper, and neither do its claims; what it shows "

@@ -177,6 +177,15 @@ def chapter_profiles(notebook: Path) -> dict[str, dict[str, Any]]:
     return {profile: {**defaults, **values, "profile": profile} for profile, values in by_profile.items()}
 
 
+def shipped_parameters(chapter: str, profile: str = "paper") -> dict[str, Any]:
+    """Every parameter of ``chapter``'s notebook in ``profile``, from the notebook and profiles file shipped with
+    sentcl (:func:`chapter_profiles` of :func:`sentcl.paths.notebook_file`): what a run of that profile computes
+    with, for the pages that count or cost it."""
+    if profile not in PROFILES:
+        raise ConfigError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+    return chapter_profiles(notebook_file(f"{chapter}.ipynb"))[profile]
+
+
 # --------------------------------------------------------------------------- inside a notebook
 
 
