@@ -76,6 +76,7 @@ def test_the_training_rows_table_shows_each_budget_its_averages_intervals_and_he
     assert row["SBERT − untouched"] == "-1.75 [-2.50, -1.00] contradicted"
     assert row["lowest cosine to start"] == "0.9812" and row["trained (active)"] == "2 of 3"
     assert "seeds [0, 1, 2]" in caption and "2,000 rows" in caption and "AMD EPYC" in caption
+    assert caption.endswith('The paper\'s claim "MNRLSBERT above SBERT": holds at 1,000 rows per seed.')
     page = benchmarks.chapter_section("mnrl_sbert")
     assert "+2.25 [+1.50, +3.00] holds" in page and page.count("\n|") >= 3
 
@@ -110,3 +111,14 @@ def test_the_recorded_results_read(chapter):
         pytest.skip(f"benchmarks/results/{name} is not recorded in this checkout")
     table, caption = benchmarks.measurement_frame(chapter)
     assert table is not None and len(table) == len(json.loads(path.read_text())["runs"]) and caption
+
+
+def test_the_caption_groups_the_papers_claim_by_verdict_across_budgets(recorded):
+    runs = []
+    for rows, verdict in ((1000, "undetermined"), (2000, "undetermined"), (3000, "holds")):
+        run = json.loads(json.dumps(ROWS["runs"][0]))
+        run["train_pairs"], run["claims"][0]["verdict"] = rows, verdict
+        runs.append(run)
+    recorded(benchmarks.TRAINING_ROWS, {**ROWS, "runs": runs})
+    _, caption = benchmarks.measurement_frame("mnrl_sbert")
+    assert caption.endswith('"MNRLSBERT above SBERT": undetermined at 1,000 and 2,000; holds at 3,000 rows per seed.')
