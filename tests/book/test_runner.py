@@ -91,6 +91,8 @@ def test_the_parameters_cell_must_come_first_and_be_tagged(tmp_path):
         ("bert-base", "tiny", "bert-base"), ("12", "tiny", "12"),
         ("[3, 4]", [1], [3, 4]), ("null", None, None), ("7", None, 7), ("x", None, "x"),
         ("[1, 2]", (0,), [1, 2]),
+        # JSON before YAML: YAML 1.1 reads 2e-05 (no dot, as json.dumps writes it) as a string
+        ('{"STSb": 2e-05}', {"STSb": 3e-5}, {"STSb": 2e-05}), ("{STSb: 3.0e-5}", {"STSb": 2e-5}, {"STSb": 3e-5}),
     ],
 )
 def test_p_values_are_typed_like_the_default(text, default, expected):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -122,10 +123,13 @@ def parse_value(name: str, text: str, default: Any, where: str = "-p") -> Any:
             return type(default)(text)
         except ValueError:
             raise ConfigError(f"{where}: parameter {name} must be {type(default).__name__}, got {text!r}") from None
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise ConfigError(f"{where}: parameter {name}: cannot read {text!r} as a value") from None
+    try:  # JSON first: YAML 1.1 reads a JSON number such as 2e-05 (no dot) as a string
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ConfigError(f"{where}: parameter {name}: cannot read {text!r} as a value") from None
     return check_value(name, value, default, where)
 
 
