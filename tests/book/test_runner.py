@@ -102,7 +102,8 @@ def test_p_values_are_typed_like_the_default(text, default, expected):
 
 @pytest.mark.parametrize(
     ('text', 'default', 'message'),
-    [("maybe", False, "is a bool"), ("2.5", 1, "must be int"), ("fast", 1e-3, "must be float"), ("3", [1], "must be list")],
+    [("maybe", False, "is a bool"), ("2.5", 1, "must be int"), ("fast", 1e-3, "must be float"), ("3", [1], "must be list"),
+     ("{STSb: 2e-05}", {"STSb": 3e-5}, r"x\['STSb'\] must be float")],
 )
 def test_p_values_of_the_wrong_type_are_errors(text, default, message):
     with pytest.raises(ConfigError, match=message):

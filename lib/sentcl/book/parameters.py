@@ -92,7 +92,8 @@ def _assignment(node: ast.stmt) -> tuple[str | None, ast.expr | None]:
 def check_value(name: str, value: Any, default: Any, where: str) -> Any:
     """``value`` if it has the type of ``default`` (ints are accepted for floats and
     become floats; a tuple default takes a list, injected as a list because papermill
-    writes lists, not tuples; a None default accepts anything), else a ConfigError."""
+    writes lists, not tuples; a None default accepts anything; a dict whose default's values
+    share one type has each entry checked against it), else a ConfigError."""
     if default is None:
         return value
     expected = type(default)
@@ -100,6 +101,10 @@ def check_value(name: str, value: Any, default: Any, where: str) -> Any:
         return float(value)
     if expected is tuple and isinstance(value, (list, tuple)):
         return list(value)
+    if isinstance(value, dict) and isinstance(default, dict) and len({type(v) for v in default.values()}) == 1:
+        # a dict whose default holds one type of value (rates, row counts, names): every entry of that type
+        sample = next(iter(default.values()))
+        return {key: check_value(f"{name}[{key!r}]", v, sample, where) for key, v in value.items()}
     if isinstance(value, expected) and not (expected is int and isinstance(value, bool)):
         return value
     raise ConfigError(
