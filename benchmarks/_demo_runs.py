@@ -40,8 +40,8 @@ def demo_run(chapter: str, out: Path, overrides: dict[str, str], data_dir: str, 
 
 def gather(out: Path, chapter: str, column: str) -> dict[str, Any]:
     """What one demo run of ``chapter`` wrote to ``out``: each row's ``column`` (mean, std and seeds over its
-    seeds), the claims between rows it computed (difference, 95 % interval, Holm p, verdict), the health of
-    every trained model, and the notebook's wall time from its run record."""
+    seeds), the claims on ``column`` between rows it computed (difference, 95 % interval, Holm p, verdict), the health of
+    every trained model, the notebook's wall time from its run record and the median wall time of its training runs."""
     import pandas as pd
 
     from sentcl.book.claims import read_claims
@@ -52,16 +52,20 @@ def gather(out: Path, chapter: str, column: str) -> dict[str, Any]:
     results = load_results(out, [chapter])
     scores = results[results["column"] == column].drop_duplicates("row").set_index("row")
     claims = read_claims(out, chapter)
-    tested = claims[claims["left"].isin(scores.index) & claims["right"].isin(scores.index)]  # between rows it ran
+    tested = claims[(claims["column"] == column) & claims["left"].isin(scores.index) & claims["right"].isin(scores.index)]
     healths: dict[str, dict] = {}
     for ev in load_evidence(out, chapter).values():
         for name in ev.columns:
             for h in ev.health(name):
                 if h is not None:
                     healths.setdefault(h["name"], h)
-    [record] = [r for r in read_run_records(out / "records") if r.kind == "notebook" and r.chapter == chapter]
+    records = read_run_records(out / "records")
+    [record] = [r for r in records if r.kind == "notebook" and r.chapter == chapter]
+    trainings = sorted(r.wall_time_s for r in records
+                       if r.kind == "training" and r.chapter == chapter and r.wall_time_s is not None)
     return {
         "notebook_wall_s": record.wall_time_s,
+        "training_run_s": {"runs": len(trainings), "median": trainings[len(trainings) // 2] if trainings else None},
         "average": {row: {"value": round(float(r["value"]), 4), "std": None if pd.isna(r["std"]) else round(float(r["std"]), 4),
                           "seeds": list(r["seeds"])} for row, r in scores.iterrows()},
         "claims": [{k: (None if pd.isna(c[k]) else c[k]) for k in ("claim", "left", "right", "delta", "ci_low", "ci_high",

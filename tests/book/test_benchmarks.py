@@ -55,6 +55,23 @@ SETTING = {
 }
 
 
+UNTOUCHED = "all-MiniLM-L6-v2 zero-shot (ours)"
+CQA = {
+    "benchmark": "bsc_cqa_shuffle", "date": "2026-11-27T12:00:00+00:00", "machine": {"cpu_model": "Intel Xeon"},
+    "settings": {"task": "CQA-A", "batch_size": 8, "learning_rate": 2e-5, "max_seq_length": 90, "seeds": [0, 1, 2],
+                 "base_model": "sentence-transformers/all-MiniLM-L6-v2", "precision": "auto"},
+    "runs": [{
+        "steps": 60, "train_pairs": 480, "notebook_wall_s": 525.0, "training_run_s": {"runs": 9, "median": 34.9},
+        "average": {"BSC": {"value": 0.6853, "std": 0.0034, "seeds": [0, 1, 2]},
+                    "BSC - random shuffle": {"value": 0.6845, "std": 0.0072, "seeds": [0, 1, 2]},
+                    UNTOUCHED: {"value": 0.6767, "std": None, "seeds": [0]}},
+        "claims": [_claim("BSC", "BSC - random shuffle", 0.0008, -0.006, 0.0075, "undetermined"),
+                   _claim("BSC", UNTOUCHED, 0.0086, 0.002, 0.015, "holds")],
+        "health": {"CQA-A BSC seed 0": _health(60, 0.997), "CQA-A BSC - random shuffle seed 0": _health(60, 0.9976)},
+    }],
+}
+
+
 @pytest.fixture
 def recorded(tmp_path, monkeypatch):
     """The chapters' results files in a folder of the test's own."""
@@ -92,11 +109,24 @@ def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorde
     assert "60 steps of 32" in caption
 
 
+def test_the_cqa_shuffle_table_shows_each_step_count_its_maps_intervals_and_health(recorded):
+    recorded(benchmarks.CQA_SHUFFLE, CQA)
+    table, caption = benchmarks.measurement_frame("bsc")
+    row = table.loc[60]
+    assert row["BSC"] == "0.685 ± 0.003" and row["all-MiniLM-L6-v2 untouched"] == "0.677"
+    assert row["BSC − BSC - random shuffle"] == "+0.001 [-0.006, +0.007] undetermined"
+    assert row["BSC − all-MiniLM-L6-v2 untouched"] == "+0.009 [+0.002, +0.015] holds"
+    assert row["lowest cosine to start"] == "0.9970" and row["trained (active)"] == "2 of 2"
+    assert row["notebook wall time"] == "8.8 min" and row["median training run"] == "35 s"
+    assert "batches of 8" in caption and "2e-05 with bias correction" in caption and "Intel Xeon" in caption
+    assert "+0.001 [-0.006, +0.007] undetermined" in benchmarks.chapter_section("bsc")
+
+
 def test_a_chapter_without_a_record_says_not_measured_and_one_without_a_measurement_has_none(recorded, tmp_path):
     table, why = benchmarks.measurement_frame("ifcl")
     assert table is None and "Not measured" in why and "benchmarks/ifcl_demo_setting.py" in why
     assert "Not measured" in benchmarks.chapter_section("ifcl")
-    assert benchmarks.chapter_section("bsc") == ""
+    assert benchmarks.chapter_section("rcl") == ""
     (tmp_path / benchmarks.TRAINING_ROWS).write_text("{not json")
     with pytest.raises(DataFormatError, match=r"mnrl_sbert_rows_cpu\.json"):
         benchmarks.measurement_frame("mnrl_sbert")

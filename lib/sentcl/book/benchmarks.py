@@ -1,11 +1,13 @@
 """What a chapter shows from its hand-run benchmarks: measurements that decide how its demo is set up.
 
-Two chapters rest a demo choice on a measurement made outside the book's run (the recorded results ship
+Three chapters rest a demo choice on a measurement made outside the book's run (the recorded results ship
 with sentcl, ``benchmarks/results``: :func:`sentcl.paths.benchmark_result`):
 
 - **MNRL-SBERT**, ``mnrl_sbert_rows_cpu.json`` (``benchmarks/mnrl_sbert_rows.py``): the demo run at
   several numbers of training rows per seed, and how its claims (MNRL against the softmax loss, each
   against the untouched encoder) move with that budget;
+- **BSC**, ``bsc_cqa_shuffle_cpu.json`` (``benchmarks/bsc_cqa_shuffle.py``): the demo on CQA-A only at
+  several numbers of optimizer steps, and whether the paper's shuffle ablation (Table 2) is decided there;
 - **IFCL**, ``ifcl_demo_setting_cpu.json`` (``benchmarks/ifcl_demo_setting.py``): each method's loss
   terms at the start and the end of the same short run on the demo's stand-in, with the slides' twins
   (word repetition on wiki1m) and with twins from NLI entailment pairs: which setting leaves the
@@ -30,20 +32,28 @@ from .markdown import md, md_table
 
 TRAINING_ROWS = "mnrl_sbert_rows_cpu.json"
 IFCL_SETTING = "ifcl_demo_setting_cpu.json"
+CQA_SHUFFLE = "bsc_cqa_shuffle_cpu.json"
 
 
-def _interval(claim: dict[str, Any] | None) -> str:
+def _interval(claim: dict[str, Any] | None, digits: int = 2) -> str:
     if claim is None:
         return "—"
     if claim.get("delta") is None or (isinstance(claim["delta"], float) and math.isnan(claim["delta"])):
         return f"{claim['verdict']}"
-    return f"{claim['delta']:+.2f} [{claim['ci_low']:+.2f}, {claim['ci_high']:+.2f}] {claim['verdict']}"
+    return f"{claim['delta']:+.{digits}f} [{claim['ci_low']:+.{digits}f}, {claim['ci_high']:+.{digits}f}] {claim['verdict']}"
 
 
-def _mean_std(cell: dict[str, Any] | None) -> str:
+def _mean_std(cell: dict[str, Any] | None, digits: int = 2) -> str:
     if cell is None:
         return "—"
-    return f"{cell['value']:.2f}" + (f" ± {cell['std']:.2f}" if cell.get("std") is not None else "")
+    return f"{cell['value']:.{digits}f}" + (f" ± {cell['std']:.{digits}f}" if cell.get("std") is not None else "")
+
+
+def _health_columns(health: dict[str, dict]) -> dict[str, str]:
+    """The trained models' health in two cells: the lowest cosine to the start, how many counted as trained."""
+    cosines = [h["start_cosine"] for h in health.values() if h.get("start_cosine") is not None]
+    return {"lowest cosine to start": f"{min(cosines):.4f}" if cosines else "—",
+            "trained (active)": f"{sum(bool(h.get('active')) for h in health.values())} of {len(health)}"}
 
 
 def training_rows_frame(result: dict[str, Any]) -> pd.DataFrame:
@@ -58,7 +68,6 @@ def training_rows_frame(result: dict[str, Any]) -> pd.DataFrame:
         claims = {(c["left"], c["right"]): c for c in run["claims"]}
         health = run["health"]
         steps = {m.split(" seed")[0]: h["trained_steps"] for m, h in health.items()}
-        cosines = [h["start_cosine"] for h in health.values() if h.get("start_cosine") is not None]
         rows.append({
             "rows per seed": run["train_pairs"],
             "steps (MNRL / softmax)": f"{steps.get('MNRLSBERT', '—')} / {steps.get('SBERT', '—')}",
@@ -68,10 +77,28 @@ def training_rows_frame(result: dict[str, Any]) -> pd.DataFrame:
             "MNRLSBERT − SBERT": _interval(claims.get(("MNRLSBERT", "SBERT"))),
             "MNRLSBERT − untouched": _interval(claims.get(("MNRLSBERT", untouched))),
             "SBERT − untouched": _interval(claims.get(("SBERT", untouched))),
-            "lowest cosine to start": f"{min(cosines):.4f}" if cosines else "—",
-            "trained (active)": f"{sum(bool(h.get('active')) for h in health.values())} of {len(health)}",
+            **_health_columns(health),
         })
     return pd.DataFrame(rows).set_index("rows per seed")
+
+
+def cqa_shuffle_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """One row per number of optimizer steps of ``bsc_cqa_shuffle_cpu.json``: each row's CQA-A MAP (mean ± std
+    over the seeds), each claim between two rows with its 95 % interval and verdict (the paper's orderings of the
+    shuffle ablation, and each trained row against the untouched encoder), the models' health and the wall time."""
+    rows = []
+    for run in result["runs"]:
+        row: dict[str, Any] = {"steps": run["steps"]}
+        row.update({name.replace(" zero-shot (ours)", " untouched"): _mean_std(cell, 3) for name, cell in run["average"].items()})
+        for claim in run["claims"]:
+            pair = (claim["left"], claim["right"])
+            row[" − ".join(name.replace(" zero-shot (ours)", " untouched") for name in pair)] = _interval(claim, 3)
+        row.update(_health_columns(run["health"]))
+        row["notebook wall time"] = f"{run['notebook_wall_s'] / 60:.1f} min"
+        if (median := (run.get("training_run_s") or {}).get("median")) is not None:
+            row["median training run"] = f"{median:.0f} s"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("steps")
 
 
 def ifcl_setting_frame(result: dict[str, Any]) -> pd.DataFrame:
@@ -119,6 +146,18 @@ def _verdicts_by_rows(result: dict[str, Any], pair: tuple[str, str]) -> str:
     return f' The paper\'s claim "{pair[0]} above {pair[1]}": ' + "; ".join(parts) + " rows per seed."
 
 
+def _cqa_shuffle_caption(result: dict[str, Any]) -> str:
+    s = result["settings"]
+    return (f"The demo's {s['base_model'].split('/')[-1]} trained on CQA-A only (the first judged pairs of the training "
+            f"file, whole questions, in batches of {s['batch_size']}: one example-based group a batch; learning rate "
+            f"{s['learning_rate']:g} with bias correction, the paper's; {s['max_seq_length']} sub-tokens; seeds "
+            f"{s['seeds']}; {s['precision']}) for each number of optimizer steps, every model scored on all CQA-A test "
+            f"questions, measured by `benchmarks/bsc_cqa_shuffle.py` on {result['machine']['cpu_model']} "
+            f"({result['date'][:10]}): MAP (mean ± std over the seeds), each difference with its 95 % interval over "
+            "seeds and test questions and its verdict, Holm-corrected within each run, the notebook's wall time and "
+            "the median wall time of one training run.")
+
+
 def _ifcl_setting_caption(result: dict[str, Any]) -> str:
     s = result["settings"]
     return (f"Each method trained for {s['steps']} steps of {s['batch_size']} at learning rate {s['learning_rate']:g} "
@@ -130,6 +169,7 @@ def _ifcl_setting_caption(result: dict[str, Any]) -> str:
 
 MEASUREMENTS: dict[str, tuple[str, str, Callable[[dict], pd.DataFrame], Callable[[dict], str]]] = {
     "mnrl_sbert": (TRAINING_ROWS, "How the verdicts move with the training rows", training_rows_frame, _training_rows_caption),
+    "bsc": (CQA_SHUFFLE, "Could the demo decide the shuffle ablation on CQA-A?", cqa_shuffle_frame, _cqa_shuffle_caption),
     "ifcl": (IFCL_SETTING, "Which setting leaves the objective something to learn", ifcl_setting_frame, _ifcl_setting_caption),
 }
 """chapter -> (its results file, the section's title, its table, its caption)."""
@@ -173,5 +213,5 @@ def chapter_section(chapter: str) -> str:
                                            [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
 
 
-__all__ = ["MEASUREMENTS", "chapter_section", "ifcl_setting_frame", "measurement_frame", "read_measurement",
+__all__ = ["MEASUREMENTS", "chapter_section", "cqa_shuffle_frame", "ifcl_setting_frame", "measurement_frame", "read_measurement",
            "training_rows_frame"]
