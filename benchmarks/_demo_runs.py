@@ -74,3 +74,23 @@ def gather(out: Path, chapter: str, column: str) -> dict[str, Any]:
         "health": {name: {k: h.get(k) for k in ("trained_steps", "planned_steps", "peak_lr", "start_cosine", "loss_start",
                                                  "loss_end", "active", "reason")} for name, h in sorted(healths.items())},
     }
+
+
+def write_result(path: str, benchmark: str, budget: str, loads: list[dict], runs: list[dict], **fields: Any) -> None:
+    """Write the benchmark's results file (atomically): its name, the date, this machine, the load averages of
+    each run, ``fields`` (its settings) and the runs, one per ``budget`` (what varies: "row count", "step count")."""
+    from encode_throughput import machine
+
+    from sentcl.io import atomic_write_json
+
+    atomic_write_json(path, {
+        "benchmark": benchmark,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "load_average_1_5_15_min": loads,
+        "note": f"wall times are of a shared machine under the load averages shown: only the verdicts, intervals and health "
+                f"compare across {budget}s",
+        **fields,
+        "runs": runs,
+    })
+    print(f"wrote {path}")

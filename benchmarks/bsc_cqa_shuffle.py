@@ -20,13 +20,12 @@ The BSC chapter shows the result (:mod:`sentcl.book.benchmarks`).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import tempfile
 from pathlib import Path
 
-from _demo_runs import demo_run, gather
+from _demo_runs import demo_run, gather, write_result
 
 HERE = Path(__file__).resolve().parent
 CHAPTER = "bsc"
@@ -53,10 +52,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE / "results" / "bsc_cqa_shuffle_cpu.json"))
     args = parser.parse_args()
 
-    from encode_throughput import machine
-
     from sentcl.book.parameters import shipped_parameters
-    from sentcl.io import atomic_write_json
 
     paper = shipped_parameters(CHAPTER, "paper")
     demo = shipped_parameters(CHAPTER, "demo")
@@ -69,19 +65,10 @@ def main() -> None:
         runs.append({"steps": steps, "train_pairs": BATCH * steps, "command_wall_s": round(wall, 1),
                      **gather(out, CHAPTER, f"{TASK} MAP")})
         print({k: runs[-1][k] for k in ("steps", "average", "claims")}, flush=True)
-    atomic_write_json(args.out, {
-        "benchmark": "bsc_cqa_shuffle",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "load_average_1_5_15_min": loads,
-        "note": "wall times are of a shared machine under the load averages shown: only the verdicts, intervals and health "
-                "compare across step counts",
-        "settings": {"task": TASK, "rows": ROWS, "batch_size": BATCH, "learning_rate": paper["learning_rate"][TASK],
-                     "bias_correction": True, "max_seq_length": paper["max_seq_length"], "seeds": demo["seeds"],
-                     "base_model": demo["base_model"], "test_questions": "all", "precision": demo["precision"]},
-        "runs": runs,
-    })
-    print(f"wrote {args.out}")
+    write_result(args.out, "bsc_cqa_shuffle", "step count", loads, runs, settings={
+        "task": TASK, "rows": ROWS, "batch_size": BATCH, "learning_rate": paper["learning_rate"][TASK],
+        "bias_correction": True, "max_seq_length": paper["max_seq_length"], "seeds": demo["seeds"],
+        "base_model": demo["base_model"], "test_questions": "all", "precision": demo["precision"]})
 
 
 if __name__ == "__main__":

@@ -18,12 +18,11 @@ The chapter page shows the result (:mod:`sentcl.book.benchmarks`).
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import tempfile
 from pathlib import Path
 
-from _demo_runs import demo_run, gather
+from _demo_runs import demo_run, gather, write_result
 
 HERE = Path(__file__).resolve().parent
 CHAPTER = "mnrl_sbert"
@@ -39,10 +38,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE / "results" / "mnrl_sbert_rows_cpu.json"))
     args = parser.parse_args()
 
-    from encode_throughput import machine
-
     from sentcl.book.parameters import shipped_parameters
-    from sentcl.io import atomic_write_json
 
     work = Path(args.work or tempfile.mkdtemp(prefix="mnrl_sbert_rows-"))
     demo = shipped_parameters(CHAPTER, "demo")
@@ -53,18 +49,9 @@ def main() -> None:
         loads.append({"train_pairs": rows, **load})
         runs.append({"train_pairs": rows, "command_wall_s": round(wall, 1), **gather(out, CHAPTER, "Average")})
         print({k: runs[-1][k] for k in ("train_pairs", "average", "claims")}, flush=True)
-    atomic_write_json(args.out, {
-        "benchmark": "mnrl_sbert_rows",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "load_average_1_5_15_min": loads,
-        "note": "wall times are of a shared machine under the load averages shown: only the verdicts, intervals and health "
-                "compare across row counts",
-        "demo_profile": {k: demo[k] for k in ("base_models", "train_pairs", "seeds", "learning_rate", "mnrl_batch_size",
-                                              "softmax_batch_size", "sts_max_pairs", "precision")},
-        "runs": runs,
-    })
-    print(f"wrote {args.out}")
+    write_result(args.out, "mnrl_sbert_rows", "row count", loads, runs, demo_profile={
+        k: demo[k] for k in ("base_models", "train_pairs", "seeds", "learning_rate", "mnrl_batch_size", "softmax_batch_size",
+                             "sts_max_pairs", "precision")})
 
 
 if __name__ == "__main__":
