@@ -36,7 +36,9 @@ BATCH = 8
 
 def overrides(steps: int, learning_rate: float) -> dict[str, str]:
     """The ``-p`` values of a CQA-A-only demo run of ``steps`` optimizer steps (one epoch of ``8 x steps`` pairs)."""
-    one = lambda value: json.dumps({TASK: value})  # noqa: E731
+    def one(value: object) -> str:  # a per-task parameter holding CQA-A's value only
+        return json.dumps({TASK: value})
+
     return {"tasks": json.dumps([TASK]), "not_run_tasks": "{}", "rows": one(ROWS),
             "train_data": one("semeval2016_cqa_a/train"), "train_rows": one(BATCH * steps), "batch_size": one(BATCH),
             "epochs": one(1), "learning_rate": one(learning_rate), "bias_correction": one(True), "eval_max_queries": "{}"}
