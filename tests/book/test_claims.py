@@ -119,3 +119,92 @@ def test_a_paper_claim_rests_on_its_own_tables_row_never_on_a_namesake_elsewhere
     assert frame.loc["paper", "verdict"] == "not tested"
     assert frame.loc["paper", "reason"] == "MNRLSBERT has no per-item scores in this run"
     assert frame.loc["ours", "verdict"] == "holds"
+
+
+def test_the_verdict_rests_on_the_holm_level_interval_and_states_the_detectable_effect(run, record):
+    """Every tested claim has its Holm-level interval (the verdict's) and its minimum detectable effect: the
+    verdict holds or is contradicted exactly when that interval excludes 0 (and p_holm < 0.05), and it is never
+    narrower than the marginal 95 % one; the paper's
+    gap is paper_left - paper_right; an undetermined claim whose paper gap is below its detectable effect says
+    this design cannot see it."""
+    from sentcl.book.claims import detectable, sentence
+
+    record("good", [0.05, 0.06, 0.055])
+    record("bad", [0.6, 0.62, 0.58])
+    record("good twin", [0.0501, 0.0601, 0.0551])
+    claims = [Claim("Table 1", "STSb", "good", "bad", source="ours"), Claim("Table 1", "STSb", "bad", "good", source="ours"),
+              Claim("Table 1", "STSb", "good twin", "good", source="paper", paper_left=80.0, paper_right=79.9)]
+    frame = run.write_claims(own=claims)
+    assert list(frame.columns[-4:]) == ["paper_gap", "adj_low", "adj_high", "mde"]
+    decided = frame["verdict"].isin(["holds", "contradicted"])
+    excludes = (frame["adj_low"] > 0) | (frame["adj_high"] < 0)
+    assert list(decided) == list(excludes) == list(frame["p_holm"] < 0.05) == [True, True, False]
+    assert ((frame["adj_low"] <= frame["ci_low"]) & (frame["adj_high"] >= frame["ci_high"])).all()
+    assert (frame["mde"] > 0).all() and frame["paper_gap"].iloc[2] == pytest.approx(0.1) and frame["paper_gap"].iloc[:2].isna().all()
+    twin = frame.iloc[2].to_dict()
+    assert twin["verdict"] == "undetermined" and detectable(twin) is (0.1 >= twin["mde"])
+    assert detectable(frame.iloc[0].to_dict()) is None  # a claim of ours: no paper gap
+    text = sentence(twin)
+    assert "95% interval [" in text and "Holm-adjusted interval (the verdict's) [" in text
+    assert "smallest gap this design detects (80% power)" in text
+    assert ("cannot see a gap the size the paper reports" in text) == (detectable(twin) is False)
+    hand = twin | {"paper_gap": 3.0, "mde": 2.0}
+    assert detectable(hand) is True and "cannot see" not in sentence(hand)
+    assert detectable(twin | {"paper_gap": -0.5, "mde": 2.0}) is False
+    assert detectable(twin | {"mde": float("nan")}) is None
+
+
+def test_a_model_that_moved_but_did_not_learn_is_not_tested(run, fake):
+    """MNRL on a stand-in that had already solved its objective: it moved (active) but its loss rose."""
+    for row, noise, learned in (("MNRLSBERT", 0.05, False), ("SBERT", 0.6, True)):
+        run.record_scores(row, {s: fake.scored(noise, s) for s in range(3)}, columns={"STSb": ("STSb", "Spearman")},
+                          trained={s: fake.done(True, f"{row} seed {s}", learned=learned) for s in range(3)}, tables=["Table 1"])
+    frame = run.write_claims(own=[Claim("Table 1", "STSb", "MNRLSBERT", "SBERT", source="ours")])
+    reason = frame["reason"].iloc[0]
+    assert frame["verdict"].iloc[0] == "not tested" and "MNRLSBERT seed 0 moved but did not learn: its loss rose" in reason
+    assert np.isnan(frame["mde"].iloc[0]) and np.isnan(frame["adj_low"].iloc[0])
+
+
+def test_a_health_record_that_does_not_judge_learning_is_not_evidence(run, fake):
+    """A cached run whose health predates the learned fields: not tested, and it says so."""
+    old = fake.done(True, "old seed 0")
+    del old.health["learned"]
+    run.record_scores("MNRLSBERT", {0: fake.scored(0.05, 0), 1: fake.scored(0.06, 1)}, columns={"STSb": ("STSb", "Spearman")},
+                      trained={0: old, 1: fake.done(True, "seed 1")}, tables=["Table 1"])
+    run.record_scores("SBERT", {0: fake.scored(0.6, 0)}, columns={"STSb": ("STSb", "Spearman")}, tables=["Table 1"])
+    frame = run.write_claims(own=[Claim("Table 1", "STSb", "MNRLSBERT", "SBERT", source="ours")])
+    assert frame["verdict"].iloc[0] == "not tested" and "does not say whether its loss fell" in frame["reason"].iloc[0]
+
+
+def test_each_task_of_a_row_keeps_its_own_not_run_reason(run, fake):
+    """BSC's Table 2 row "BSC" gathers CQA-A and CQA-B: a reason given for one task's columns names that task
+    in its claims only; a task declared not run after the other was scored leaves the scored one's evidence."""
+    from sentcl.book.evidence import record_not_run
+
+    for row in ("BSC", "MSE"):
+        for task in ("CQA-A", "CQA-B"):
+            record_not_run(run.out_dir, run.chapter, row, f"{task}: data absent", tables=["Table 2"], run_id=run.run_id,
+                           columns=[f"{task} MAP"])
+    claims = [Claim("Table 2", f"{t} MAP", "BSC", "MSE", source="ours") for t in ("CQA-A", "CQA-B")]
+    frame = run.write_claims(own=claims).set_index("column")
+    assert "CQA-A: data absent" in frame.loc["CQA-A MAP", "reason"] and "CQA-B" not in frame.loc["CQA-A MAP", "reason"]
+    assert "CQA-B: data absent" in frame.loc["CQA-B MAP", "reason"] and "CQA-A" not in frame.loc["CQA-B MAP", "reason"]
+    # STSb scored, then SICK-R declared not run for the whole row (no columns): the STSb evidence stays
+    for row, noise in (("good", 0.05), ("bad", 0.6)):
+        run.record_scores(row, {s: fake.scored(noise, s) for s in range(2)}, columns={"STSb": ("STSb", "Spearman")},
+                          trained={s: fake.done(True, f"{row} seed {s}") for s in range(2)}, tables=["Table 1"])
+        run.not_run(row, "SICK-R: data absent", tables=["Table 1"])
+    frame = run.write_claims(own=[Claim("Table 1", c, "good", "bad", source="ours") for c in ("STSb", "SICK-R")])
+    assert list(frame["verdict"]) == ["holds", "not tested"] and "SICK-R: data absent" in frame["reason"].iloc[1]
+
+
+def test_a_model_every_seed_shares_is_named_in_the_reason(run, fake):
+    """RCL's entropy models are trained once and every seed's final model rests on them: their training
+    variability is not in the seeds' spread, and the claim says so."""
+    for row, noise in (("RCL", 0.05), ("Eq. 1", 0.6)):
+        shared = [fake.done(True, "entropy model phi = 0.01")] if row == "RCL" else []
+        run.record_scores(row, {s: fake.scored(noise, s) for s in range(3)}, columns={"STSb": ("STSb", "Spearman")},
+                          trained={s: [fake.done(True, f"{row} seed {s}"), *shared] for s in range(3)}, tables=["Table 1"])
+    frame = run.write_claims(own=[Claim("Table 1", "STSb", "RCL", "Eq. 1", source="ours")])
+    assert "every seed shares entropy model phi = 0.01 (trained once)" in frame["reason"].iloc[0]
+    assert "RCL seed 0" not in frame["reason"].iloc[0]

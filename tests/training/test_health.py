@@ -12,7 +12,7 @@ from sentcl.data.registry import load, samples_root
 from sentcl.losses import ComboLoss, MultipleNegativesRankingLoss
 from sentcl.models import tiny_model
 from sentcl.training import Trainer, TrainingConfig
-from sentcl.training.health import SOLVED_LOSS, health_table, mean_cosine, probe_sentences, training_health
+from sentcl.training.health import SOLVED_LOSS, health_table, loss_fell, mean_cosine, probe_sentences, training_health
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 
@@ -84,6 +84,73 @@ def test_the_health_table_shows_each_models_loss_and_terms_first_and_last():
     assert table.loc["SimCSE seed 0", "stopped early"] == "yes" and table.isna().loc["SimCSE seed 0", "Twin: first -> last window"]
     assert table.loc["SimCSE seed 0", "active"].startswith("no: loss 2e-05 at step 10: the objective was already solved")
     assert table.loc["lost seed 1", "active"] == "no health record"
+
+
+def test_the_fall_of_a_loss_is_judged_against_its_window_to_window_noise():
+    """Hand-worked: windows 2.0, 1.5, 1.2, 1.0, 0.9, 0.85, 0.8: successive differences 0.5, 0.3, 0.2, 0.1, 0.05,
+    0.05, squares summing to 0.395, sigma^2 = 0.395 / (2 x 6) = 0.0329, the SE of first - last sqrt(2 x 0.0329) =
+    0.2566: a fall of 1.2 > 2 x 0.2566. A flat noisy loss and a rising one did not fall; three windows are too few."""
+    fell, fall, se = loss_fell([2.0, 1.5, 1.2, 1.0, 0.9, 0.85, 0.8])
+    assert fell and fall == pytest.approx(1.2) and se == pytest.approx(0.2566, abs=1e-4)
+    assert loss_fell([1.0, 0.9, 0.8, 0.7]) == (True, pytest.approx(0.3), pytest.approx(0.1))  # linear: 0.3 > 2 x 0.1
+    assert loss_fell([1.0, 1.2, 0.9, 1.1, 0.95])[0] is False
+    assert loss_fell([1.0, 0.5, 0.2])[0] is None
+
+
+@pytest.mark.parametrize(("what", "windows", "chance", "because"), [
+    # the demo's (issue 33): SBERT's softmax loss at ln 3 while its encoder drifts
+    ("SBERT softmax", [1.095, 1.101, 1.092, 1.099, 1.090, 1.097, 1.093, 1.095, 1.088], np.log(3),
+     ["did not fall beyond its window-to-window noise", "ends at its chance level 1.099"]),
+    # MNRL on a stand-in that had already solved it: the loss rises
+    ("MNRL", [0.041, 0.052, 0.047, 0.066, 0.071, 0.083, 0.079, 0.096], np.log(12), ["its loss rose: 0.041 -> 0.096"]),
+    # RCL's demo entropy models: Eq. 1 rising
+    ("RCL entropy model", [0.354, 0.371, 0.392, 0.405, 0.431, 0.447], None, ["its loss rose: 0.354 -> 0.447"]),
+    ("a softmax classifier that fell to chance", [1.6, 1.4, 1.25, 1.15, 1.11, 1.10], np.log(3), ["ends at its chance level"]),
+    ("too few windows", [2.0, 1.0, 0.5], None, ["3 logged loss windows, too few to judge"]),
+    ("a model that learned", [2.0, 1.5, 1.2, 1.0, 0.9, 0.85, 0.8], np.log(16), []),
+])
+def test_a_model_that_moved_but_did_not_learn_is_said_so(what, windows, chance, because):
+    config = TrainingConfig(learning_rate=2e-5, warmup_ratio=0.1)
+    health = training_health(config, 10 * len(windows), 10 * len(windows), _losses(*windows), start_cosine=0.9,
+                             chance=chance)
+    assert health["active"], what  # it moved, at its peak rate: only the loss says it did not learn
+    assert health["learned"] == (not because), (what, health["learned_reason"])
+    assert all(b in health["learned_reason"] for b in because), (what, health["learned_reason"])
+    assert health["at_chance"] == (None if chance is None else any("chance" in b for b in because))
+
+
+def test_each_term_is_judged_and_the_health_table_says_whether_it_learned():
+    """RCL's Eq. 3: Eq. 1 falls while the regulators stay flat; the loss (their sum) fell, so it learned."""
+    config = TrainingConfig(learning_rate=3e-5, warmup_ratio=0.0)
+    eq1 = [2.0, 1.6, 1.3, 1.1, 1.0]
+    regulators = [0.30, 0.31, 0.29, 0.30, 0.31]
+    losses = [{"step": 10 * (k + 1), "loss": a + b, "terms": {"Eq. 1": a, "regulators": b}}
+              for k, (a, b) in enumerate(zip(eq1, regulators, strict=True))]
+    health = training_health(config, 50, 50, losses, start_cosine=0.9)
+    assert health["fell"] == {"loss": True, "Eq. 1": True, "regulators": False} and health["learned"]
+    assert health["fall"]["Eq. 1"] == pytest.approx(1.0)
+    rising = training_health(config, 50, 50, _losses(0.354, 0.371, 0.392, 0.405, 0.447), start_cosine=0.9)
+    table = health_table({"RCL": health, "entropy model": rising})
+    assert table.loc["RCL", "learned (loss fell)"] == "yes"
+    assert table.loc["entropy model", "learned (loss fell)"].startswith("no: its loss rose")
+
+
+def test_the_losses_expose_their_chance_level():
+    """SBERT's softmax loss over 3 NLI classes: ln 3; MNRL: ln of the candidates per anchor of its last batch
+    (N positives and N x m hard negatives); a loss without one: None."""
+    import torch
+
+    from sentcl.losses import SoftmaxLoss
+    from sentcl.losses.bsc import BatchSoftmaxContrastiveLoss
+
+    model = tiny_model(0)
+    assert SoftmaxLoss(model, num_labels=3).chance_level == pytest.approx(np.log(3))
+    mnrl = MultipleNegativesRankingLoss(model)
+    assert mnrl.chance_level is None
+    torch.manual_seed(0)
+    value = mnrl.compute_loss_from_embeddings([torch.randn(8, 4), torch.randn(8, 4), torch.randn(8, 4)])
+    assert mnrl.chance_level == pytest.approx(np.log(16)) and float(value) > 0
+    assert BatchSoftmaxContrastiveLoss(model).chance_level is None
 
 
 def test_mean_cosine_is_rowwise():

@@ -6,16 +6,23 @@ stands out from the noise of both the training seeds and the test items, so ever
 the rows' evidence (:mod:`sentcl.book.evidence`: per-item scores per seed, training health):
 
 - ``delta`` = left − right (mean over seeds, all test items), in the table's units; for a paper's
-  ordering, left is the row the paper puts above;
-- ``ci_low``, ``ci_high``: its 95 % interval from a bootstrap that resamples training seeds and test
-  items together (:func:`sentcl.evaluation.significance.difference_interval`; paired over items, and over
-  seeds where the two rows' seed k share data order and initialisation: ``design``);
-- ``p``: the bootstrap p-value of "no difference", ``p_holm`` Holm-adjusted over the chapter's tested claims;
-- ``verdict``: ``holds`` (left above right) or ``contradicted`` (below) only when ``p_holm`` < 0.05 and the
-  interval excludes 0; ``undetermined`` otherwise, and whenever a trained row has a single seed (its
-  seed-to-seed spread is then unmeasured); ``not tested`` when a row it rests on did not run, a model it
-  rests on did not train (health inactive), the two rows were scored on different test items, a row
-  has no per-item scores, or the column sits at a known ceiling -- ``reason`` says which.
+  ordering, left is the row the paper puts above, and ``paper_gap`` = ``paper_left`` − ``paper_right``;
+- ``ci_low``, ``ci_high``: its marginal 95 % interval, delta ± t SE over training seeds and test items
+  (:func:`sentcl.evaluation.significance.difference_interval`: the seeds' Welch t, the items' bootstrap
+  variance, Satterthwaite's df; paired over items, and over seeds where the two rows' seed k share data
+  order and initialisation: ``design``);
+- ``p``: the t p-value of "no difference", ``p_holm`` Holm-adjusted over the chapter's tested claims;
+- ``adj_low``, ``adj_high``: the interval at the level Holm's procedure tests the claim at
+  (:func:`sentcl.evaluation.significance.holm_levels`), the one the verdict rests on: ``holds`` (left
+  above right) or ``contradicted`` (below) exactly when it excludes 0 (then ``p_holm`` < 0.05);
+  ``undetermined`` otherwise, and whenever a trained row has a single seed (its seed-to-seed spread is
+  then unmeasured; no adjusted interval); ``not tested`` when a row it rests on did not run, a model it
+  rests on did not train or did not learn (health), the two rows were scored on different test items,
+  a row has no per-item scores, or the column sits at a known ceiling -- ``reason`` says which;
+- ``mde``: the minimum detectable effect of the claim's design at 80 % power
+  (:meth:`~sentcl.evaluation.significance.Difference.mde`) at Holm's first, strictest level 0.05 / m (m
+  the tested claims: conservative for every later step), in the table's units; :func:`detectable` says
+  whether the paper's gap is at least that large.
 
 ``<out>/claims/<chapter>.csv`` holds one row per claim (:data:`CLAIM_COLUMNS`); the chapter pages, the
 scorecard and the introduction count its verdicts, never the signs of differences.
@@ -35,7 +42,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..evaluation.significance import ALPHA_CLAIMS, BOOTSTRAP_RESAMPLES, difference_interval, holm, item_resamples
+from ..evaluation.significance import (
+    ALPHA_CLAIMS,
+    BOOTSTRAP_RESAMPLES,
+    Difference,
+    difference_interval,
+    holm,
+    holm_levels,
+    item_resamples,
+)
 from ..io import atomic_write_text
 from .evidence import Evidence
 
@@ -43,6 +58,7 @@ VERDICTS = ("holds", "contradicted", "undetermined", "not tested")
 CLAIM_COLUMNS = (
     "chapter", "table", "claim", "left", "right", "column", "delta", "ci_low", "ci_high", "p", "p_holm",
     "verdict", "reason", "design", "seeds_left", "seeds_right", "paper_left", "paper_right", "source",
+    "paper_gap", "adj_low", "adj_high", "mde",
 )
 CLAIMS = "claims"
 
@@ -115,11 +131,13 @@ def evaluate_claims(
     with Holm's correction over the claims that could be tested."""
     matrices: dict[tuple[str, int], np.ndarray] = {}
     cache: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
-    out = []
+    out, differences = [], {}
     for claim in claims:
+        gap = claim.paper_left - claim.paper_right if claim.paper_left is not None and claim.paper_right is not None else None
         rec = {c: None for c in CLAIM_COLUMNS} | {
             "chapter": chapter, "table": claim.table, "claim": claim.claim, "left": claim.left, "right": claim.right,
             "column": claim.column, "source": claim.source, "paper_left": claim.paper_left, "paper_right": claim.paper_right,
+            "paper_gap": gap if claim.source == "paper" else None,
             "design": "paired over seeds and items" if claim.paired_seeds else "paired over items, unpaired over seeds",
         }
         why = _not_testable(claim, evidence)
@@ -141,27 +159,45 @@ def evaluate_claims(
         seeds_left, seeds_right = left.seeds(claim.column), right.seeds(claim.column)
         if claim.paired_seeds and seeds_left != seeds_right:
             raise ConfigError(f"{claim.claim}: paired over seeds, but the rows have seeds {seeds_left} and {seeds_right}")
-        diff = difference_interval(lr, rr, list(lf), list(rf), paired_seeds=claim.paired_seeds)
+        diff = difference_interval(lr, rr, list(lf), list(rf), paired_seeds=claim.paired_seeds,
+                                   items=min(left.tasks[k]["n"] for k in keys))
         single = [side.row for side, seeds in ((left, seeds_left), (right, seeds_right))
                   if side.trained(claim.column) and len(seeds) < 2]
-        rec |= {"delta": diff.delta, "ci_low": diff.low, "ci_high": diff.high, "p": diff.p,
-                "seeds_left": len(seeds_left), "seeds_right": len(seeds_right)}
+        low, high = diff.interval(alpha)
+        rec |= {"delta": diff.delta, "ci_low": low, "ci_high": high, "p": diff.p,
+                "seeds_left": len(seeds_left), "seeds_right": len(seeds_right), "reason": _shared(claim, left, right)}
         if single:
             rec |= {"verdict": "undetermined", "reason": f"one training seed of {' and '.join(single)}: the seed-to-seed "
-                    "spread is not measured (the interval holds the test items' noise only)", "p": math.nan}
+                    "spread is not measured (the interval holds the test items' noise only)" + rec["reason"], "p": math.nan}
+        else:
+            differences[len(out)] = diff
         out.append(rec)
     frame = pd.DataFrame(out, columns=list(CLAIM_COLUMNS))
     for seeds in ("seeds_left", "seeds_right"):
         frame[seeds] = frame[seeds].astype("Int64")
-    tested = frame["verdict"].isna()
-    frame.loc[tested, "p_holm"] = holm(frame.loc[tested, "p"].astype(float).to_numpy())
-    for i in frame.index[tested]:
-        r = frame.loc[i]
-        found = r["p_holm"] < alpha and (r["ci_low"] > 0 or r["ci_high"] < 0)
-        frame.loc[i, "verdict"] = ("holds" if r["delta"] > 0 else "contradicted") if found else "undetermined"
-        frame.loc[i, "reason"] = f"Holm-adjusted p {r['p_holm']:.2g}" + (
-            "" if found else ": the difference does not stand out from the noise of seeds and test items")
+    for number in ("paper_gap", "adj_low", "adj_high", "mde"):
+        frame[number] = frame[number].astype(float)
+    tested = frame.index[frame["verdict"].isna()]
+    p = frame.loc[tested, "p"].astype(float).to_numpy()
+    frame.loc[tested, "p_holm"] = holm(p)
+    levels = holm_levels(p, alpha)
+    for i, level in zip(tested, levels, strict=True):
+        diff: Difference = differences[i]
+        low, high = diff.interval(float(level))
+        found = low > 0 or high < 0
+        frame.loc[i, ["adj_low", "adj_high", "mde"]] = [low, high, diff.mde(alpha / len(tested))]
+        frame.loc[i, "verdict"] = ("holds" if diff.delta > 0 else "contradicted") if found else "undetermined"
+        frame.loc[i, "reason"] = f"Holm-adjusted p {frame.loc[i, 'p_holm']:.2g}" + (
+            "" if found else ": the difference does not stand out from the noise of seeds and test items") + frame.loc[i, "reason"]
     return frame
+
+
+def _shared(claim: Claim, *rows) -> str:
+    """"; ..." naming the models whose seeds share a trained component (its variability is not in the
+    interval), or ""."""
+    shared = list(dict.fromkeys(name for row in rows for name in row.shared(claim.column)))
+    return (f"; every seed shares {', '.join(shared)} (trained once): their training variability is not in the interval"
+            if shared else "")
 
 
 def _find(evidence: Evidence, claim: Claim, row: str):
@@ -177,12 +213,12 @@ def _not_testable(claim: Claim, evidence: Evidence) -> str:
         row = _find(evidence, claim, name)
         if row is None:
             reasons.append(f"{name} has no per-item scores in this run")
-        elif row.not_run:
-            reasons.append(f"{name} not run: {row.not_run}")
+        elif row.not_run_for(claim.column):
+            reasons.append(f"{name} not run: {row.not_run_for(claim.column)}")
         elif claim.column not in row.columns:
             reasons.append(f"{name} has no per-item scores for {claim.column}")
         elif row.inactive(claim.column):
-            reasons.append(f"{name} rests on a model that did not train, {row.inactive(claim.column)}")
+            reasons.append(f"{name} rests on a model that did not train or did not learn, {row.inactive(claim.column)}")
     if claim.untestable:  # the column's own reason (a metric at its ceiling, fold means), said beside the rows'
         reasons.append(claim.untestable)
     if reasons:
@@ -230,16 +266,31 @@ def counts_text(frame: pd.DataFrame) -> str:
             f"{n['not tested']} not tested")
 
 
+def detectable(claim: Mapping) -> bool | None:
+    """Whether the claim's design could detect a gap the size the paper reports (|paper_gap| >= mde);
+    None when either is missing (a claim of our own, or one not tested)."""
+    if not (_number(claim.get("paper_gap")) and _number(claim.get("mde"))):
+        return None
+    return bool(abs(claim["paper_gap"]) >= claim["mde"])
+
+
 def sentence(claim: Mapping) -> str:
-    """One claim as a sentence: what it says, the paper's gap (for its orderings), ours with its interval,
-    the verdict and why."""
+    """One claim as a sentence: what it says, the paper's gap (for its orderings), ours with its 95 %
+    interval and the Holm-level interval its verdict rests on, the gap its design could detect, the
+    verdict and why; an undetermined claim whose design cannot see the paper's gap says so."""
     text = f"{claim['claim']} ({claim['table']}, {claim['column']})"
     if claim["source"] == "paper" and _number(claim["paper_left"]) and _number(claim["paper_right"]):
         text += (f": paper {claim['paper_left']:.2f} vs {claim['paper_right']:.2f} "
                  f"({claim['paper_left'] - claim['paper_right']:+.2f})")
     if _number(claim["delta"]):
         text += f"; ours {claim['delta']:+.2f}, 95% interval [{claim['ci_low']:+.2f}, {claim['ci_high']:+.2f}]"
-    return f"{text}: **{claim['verdict']}** ({claim['reason']})."
+    if _number(claim.get("adj_low")):
+        text += (f", Holm-adjusted interval (the verdict's) [{claim['adj_low']:+.2f}, {claim['adj_high']:+.2f}]; "
+                 f"smallest gap this design detects (80% power) {claim['mde']:.2f}")
+    text = f"{text}: **{claim['verdict']}** ({claim['reason']})"
+    if claim["verdict"] == "undetermined" and detectable(claim) is False:
+        text += "; this design cannot see a gap the size the paper reports"
+    return text + "."
 
 
 def _number(value) -> bool:
@@ -252,6 +303,7 @@ __all__ = [
     "Claim",
     "claims_path",
     "counts_text",
+    "detectable",
     "headline_columns",
     "paper_orderings",
     "read_claims",

@@ -14,7 +14,13 @@ the results file this writes, under ``<out>/evidence/<chapter>/<row key>/``:
     the per-item outputs of that seed's model on that task (:class:`sentcl.evaluation.items.Items`).
 
 A row the chapter could not run (its data are absent, the profile leaves it out) is recorded with
-:func:`record_not_run` and a reason: a claim about it then says "not tested" and why.
+:func:`record_not_run` and a reason, for the whole row or for some of its columns (a row gathering
+several tasks, BSC's Table 2 "BSC" with CQA-A and CQA-B, may miss one of them): a claim about it then
+says "not tested" and the reason of its own column.
+
+A model counts as evidence when its health record (:mod:`sentcl.training.health`) says it trained
+(``active``) and learned (``learned``: its loss fell beyond its window-to-window noise and did not end
+at its chance level): :meth:`RowEvidence.inactive` says why not.
 """
 
 from __future__ import annotations
@@ -81,9 +87,17 @@ class RowEvidence:
     tables: list[str]  # the tables the row was recorded under (one row name may be several rows: BSC's "BSC" per task)
     columns: dict[str, list[str]]  # column -> [task key, metric label]; "Average" -> ["Average", ""]
     tasks: dict[str, dict[str, Any]]  # task key -> {"n", "fingerprint", "seeds", "health": {seed: [records]}}
-    not_run: str | None = None
+    not_run: str | None = None  # why the whole row (or every column not scored) was not run
+    not_run_columns: dict[str, str] = field(default_factory=dict)  # column -> why it was not run
     folder: Path | None = None
     _items: dict[tuple[int, str], Items] = field(default_factory=dict, repr=False)
+
+    def not_run_for(self, column: str) -> str | None:
+        """Why ``column`` was not run (None when it was): its own reason, else the row's for a column it
+        has no scores for."""
+        if column in self.not_run_columns:
+            return self.not_run_columns[column]
+        return self.not_run if column not in self.columns else None
 
     def column_tasks(self, column: str) -> list[str]:
         """The task keys a column rests on (several for ``Average``)."""
@@ -108,14 +122,34 @@ class RowEvidence:
         return bool(self.health(column))
 
     def inactive(self, column: str) -> str:
-        """Why a model the column rests on cannot count as evidence ("" when every one trained)."""
+        """Why a model the column rests on cannot count as evidence ("" when every one trained and learned):
+        it did not train (``active`` False), or it moved but did not learn (``learned`` False: its loss did
+        not fall beyond its noise, or ended at its chance level), or its record predates that judgement."""
         reasons = []
         for record in self.health(column):
+            name = (record or {}).get("name") or "a model"
             if record is None:
                 reasons.append("a model without a health record")
             elif not record.get("active", False):
-                reasons.append(f"{record.get('name') or 'a model'}: {record.get('reason', '')}")
+                reasons.append(f"{name}: {record.get('reason', '')}")
+            elif "learned" not in record:
+                reasons.append(f"{name}: its health record does not say whether its loss fell (recorded before "
+                               "sentcl judged learning; train it again)")
+            elif not record["learned"]:
+                reasons.append(f"{name} moved but did not learn: {record.get('learned_reason', '')}")
         return "; ".join(dict.fromkeys(reasons))
+
+    def shared(self, column: str) -> list[str]:
+        """The models every seed of the column shares (trained once, e.g. RCL's entropy models): a name
+        found in the health records of more than one seed of a task. Their training variability is not
+        in the seeds' spread."""
+        found: dict[str, set[str]] = {}
+        for key in self.column_tasks(column):
+            for seed, records in self.tasks[key]["health"].items():
+                for record in records:
+                    if record is not None and record.get("name"):
+                        found.setdefault(record["name"], set()).add(f"{key}/{seed}")
+        return [name for name, seeds in found.items() if len(seeds) > 1]
 
     def items(self, seed: int, task_key: str) -> Items:
         if (seed, task_key) not in self._items:
@@ -169,7 +203,7 @@ def save_row_evidence(
     what an earlier run left is replaced."""
     folder = evidence_dir(out_dir, chapter) / row_key(row, tables)
     meta = read_json(folder / ROW_FILE, "a row's evidence") if (folder / ROW_FILE).is_file() else None
-    if meta is None or meta.get("run_id") != run_id or meta.get("not_run"):
+    if meta is None or meta.get("run_id") != run_id:
         if folder.exists():
             shutil.rmtree(folder)
         meta = {"chapter": chapter, "row": row, "run_id": run_id, "tables": list(tables), "columns": {}, "tasks": {},
@@ -190,16 +224,31 @@ def save_row_evidence(
 
 
 def record_not_run(
-    out_dir: str | os.PathLike, chapter: str, row: str, reason: str, *, tables: Sequence[str], run_id: str
+    out_dir: str | os.PathLike,
+    chapter: str,
+    row: str,
+    reason: str,
+    *,
+    tables: Sequence[str],
+    run_id: str,
+    columns: Sequence[str] | None = None,
 ) -> Path:
-    """Say that ``row`` of ``tables`` was not run in this build, and why (claims about it: "not tested")."""
+    """Say that ``row`` of ``tables`` was not run in this build, and why (claims about it: "not tested"):
+    for ``columns`` only (a row gathering several tasks, one of them not run), or for every column the
+    row has no scores for (None). What the same run recorded of the row stays (its scored columns, the
+    reasons of its other columns: two whole-row reasons are both kept); an earlier run's is replaced."""
     folder = evidence_dir(out_dir, chapter) / row_key(row, tables)
-    if folder.exists():
-        shutil.rmtree(folder)
-    return atomic_write_json(folder / ROW_FILE, {
-        "chapter": chapter, "row": row, "run_id": run_id, "tables": list(tables), "columns": {}, "tasks": {},
-        "not_run": reason,
-    })
+    meta = read_json(folder / ROW_FILE, "a row's evidence") if (folder / ROW_FILE).is_file() else None
+    if meta is None or meta.get("run_id") != run_id:
+        if folder.exists():
+            shutil.rmtree(folder)
+        meta = {"chapter": chapter, "row": row, "run_id": run_id, "tables": list(tables), "columns": {}, "tasks": {},
+                "not_run": None}
+    if columns is None:
+        meta["not_run"] = "; ".join(dict.fromkeys(filter(None, [meta.get("not_run"), reason])))
+    else:
+        meta["not_run_columns"] = meta.get("not_run_columns", {}) | dict.fromkeys(columns, reason)
+    return atomic_write_json(folder / ROW_FILE, meta)
 
 
 def load_evidence(out_dir: str | os.PathLike, chapter: str, run_ids: set[str] | None = None) -> Evidence:
@@ -213,7 +262,8 @@ def load_evidence(out_dir: str | os.PathLike, chapter: str, run_ids: set[str] | 
         try:
             ev = RowEvidence(
                 chapter=raw["chapter"], row=raw["row"], run_id=raw["run_id"], tables=list(raw["tables"]),
-                columns=raw["columns"], tasks=raw["tasks"], not_run=raw["not_run"], folder=path.parent,
+                columns=raw["columns"], tasks=raw["tasks"], not_run=raw["not_run"],
+                not_run_columns=dict(raw.get("not_run_columns", {})), folder=path.parent,
             )
         except (KeyError, TypeError) as exc:
             raise DataFormatError(path, None, "a row's evidence (row.json)", str(exc)) from None

@@ -28,6 +28,12 @@ The contract a trainer relies on
     losses, BSC's combo) notes each term's contribution to its last value, ``{name: float}``, with
     :meth:`SentclLoss.note_terms`; the trainer logs their means beside the loss, and the run's
     health record shows them (:mod:`sentcl.training.health`).
+``chance_level`` (optional)
+    the loss of a model that cannot tell the candidates or classes apart (uniform probabilities): ln k
+    for a k-way softmax classifier (SBERT's softmax loss; balanced classes), ln of the candidates per
+    anchor for in-batch InfoNCE (MNRL: of its last batch); None where the objective has none (a sum of
+    terms, a regression). The run's health record flags a loss that ends there
+    (:mod:`sentcl.training.health`).
 ``parameter_groups()`` and state (optional)
     a loss may give its own parameters their own optimizer options with ``parameter_groups()``
     (a list of ``{"params": [...], "lr": ..., ...}`` dicts, e.g. a trainable temperature with its
@@ -82,6 +88,8 @@ class SentclLoss(nn.Module, ABC):
         self.model = model
         self.last_terms: dict[str, float] = {}
         """Each term's contribution to the last loss computed (empty for a one-term objective)."""
+        self.chance_level: float | None = None
+        """The loss at chance (module doc), or None where the objective has none."""
 
     def note_terms(self, **terms: Tensor) -> None:
         """Keep each term's contribution to the loss being computed (detached floats) in :attr:`last_terms`;

@@ -34,6 +34,7 @@ loss computes exactly that; it is the no-duplicates batch sampler that keeps suc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,6 +108,7 @@ class MultipleNegativesRankingLoss(SentclLoss):
                 f"MultipleNegativesRankingLoss expects (anchor, positive[, negative...]) columns, got {len(embeddings)}"
             )
         anchors, positives, *hard_negatives = embeddings
+        self.chance_level = math.log(anchors.shape[0] * (1 + len(hard_negatives)))  # uniform over the candidates
         return multiple_negatives_ranking_loss(
             anchors, positives, hard_negatives, scale=self.scale, similarity=self.similarity
         )

@@ -20,6 +20,7 @@ The classifier only serves training: it is not part of the sentence encoder and 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -125,6 +126,7 @@ class SoftmaxLoss(SentclLoss):
             if embedding_dimension is None:
                 raise ConfigError("the model does not report its embedding dimension: pass embedding_dimension")
         self.num_labels = num_labels
+        self.chance_level = math.log(num_labels)  # uniform over the k classes
         self.concatenation = check_concatenation(concatenation)
         self.embedding_dimension = int(embedding_dimension)
         self.classifier = nn.Linear(

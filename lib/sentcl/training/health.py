@@ -30,7 +30,23 @@ record a chapter writes), with
     inside its warm-up, say). A run that early stopping ended *after* it reached its peak rate (RCL's
     entropy models: stopped once their loss no longer falls, by design long before the planned epoch
     ends) is judged on the steps it took instead: at least :data:`MIN_SHARE_AT_HALF_PEAK` of them at
-    half the peak rate or more.
+    half the peak rate or more;
+``fell``, ``fall``, ``fall_se``
+    per loss term (``"loss"`` and each of its terms), whether it fell beyond its window-to-window noise
+    (:func:`loss_fell`): with w_1 … w_W the means of the logged windows (``log_steps`` steps each), the
+    noise of one window's mean is estimated by von Neumann's mean square successive difference,
+    σ̂² = Σ_j (w_j − w_{j−1})² / (2 (W − 1)) (a slow trend inflates it little), the standard error of
+    w_1 − w_W is σ̂ √2, and the term *fell* when w_1 − w_W > :data:`FELL_BY` × σ̂ √2; None (not judged)
+    with fewer than :data:`MIN_WINDOWS` windows. ``fall`` = w_1 − w_W, ``fall_se`` = σ̂ √2;
+``chance``, ``at_chance``
+    the loss of a model that ranks or classifies at random (the loss module's ``chance_level``: ln k
+    for a k-way softmax classifier, ln of the candidates per anchor for in-batch InfoNCE; None where
+    the objective has none) and whether the last window's loss is within :data:`CHANCE_TOLERANCE` of it;
+``learned``, ``learned_reason``
+    True when the loss fell and did not end at chance; False with the reason otherwise (it rose, stayed
+    within its noise, could not be judged from too few windows, or sits at chance). A model that moved
+    but did not learn (SBERT's softmax loss at ln 3 while its encoder drifts) is no evidence about its
+    objective either: the claims resting on it are not tested (:meth:`sentcl.book.evidence.RowEvidence.inactive`).
 """
 
 from __future__ import annotations
@@ -52,6 +68,12 @@ SOLVED_LOSS = 1e-3
 MIN_SHARE_AT_HALF_PEAK = 0.2
 """The share of planned steps a run must spend at ≥ half its peak learning rate (a full linear run: 0.5)."""
 PROBE_SIZE = 128
+FELL_BY = 2.0
+"""A loss fell when its first window's mean exceeds its last's by more than this many standard errors."""
+MIN_WINDOWS = 4
+"""Fewer logged windows than this leave the window-to-window noise unmeasured: the fall is not judged."""
+CHANCE_TOLERANCE = 0.05
+"""A last window within this fraction of the chance level (above or below) sits at chance."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -79,9 +101,12 @@ def training_health(
     trained_steps: int,
     losses: Sequence[dict[str, Any]],
     start_cosine: float | None,
+    *,
+    chance: float | None = None,
 ) -> dict[str, Any]:
     """The health record of a run (module doc): ``config`` and ``planned_steps`` give its schedule,
-    ``losses`` its log entries (``{"step", "loss", "terms"?}``), ``start_cosine`` how far it moved."""
+    ``losses`` its log entries (``{"step", "loss", "terms"?}``), ``start_cosine`` how far it moved,
+    ``chance`` its loss at chance (the loss module's ``chance_level``; None: none known)."""
     schedule = config.schedule(planned_steps)
     factors = np.array([schedule(s) for s in range(planned_steps)], dtype=np.float64)
     taken = factors[:trained_steps]
@@ -111,7 +136,42 @@ def training_health(
     if judged < MIN_SHARE_AT_HALF_PEAK:
         reasons.append(f"{at_half} of {trained_steps if of == 'taken' else planned_steps} {of} steps at >= half the "
                        f"peak learning rate ({judged:.0%} < {MIN_SHARE_AT_HALF_PEAK:.0%})")
-    return health | {"active": not reasons, "reason": "; ".join(reasons)}
+    return health | {"active": not reasons, "reason": "; ".join(reasons)} | learning(losses, chance)
+
+
+def loss_fell(windows: Sequence[float]) -> tuple[bool | None, float, float]:
+    """``(fell, fall, fall_se)`` of a loss whose logged windows have the means ``windows`` (module doc:
+    fell when w_1 − w_W > :data:`FELL_BY` × σ̂ √2, σ̂ from the successive differences; None with fewer
+    than :data:`MIN_WINDOWS` windows)."""
+    w = np.asarray(windows, dtype=np.float64)
+    if len(w) < MIN_WINDOWS:
+        return None, float(w[0] - w[-1]) if len(w) else float("nan"), float("nan")
+    fall = float(w[0] - w[-1])
+    se = float(np.sqrt(np.sum(np.diff(w) ** 2) / (2 * (len(w) - 1))) * np.sqrt(2))
+    return bool(fall > FELL_BY * se), fall, se
+
+
+def learning(losses: Sequence[dict[str, Any]], chance: float | None = None) -> dict[str, Any]:
+    """The learned fields of a health record (module doc) from a run's log entries."""
+    windows = [_window(entry) for entry in losses if entry.get("loss") is not None]
+    terms = list(dict.fromkeys(k for w in windows for k in w if k != "step"))
+    judged = {term: loss_fell([w[term] for w in windows if term in w]) for term in terms}
+    end = windows[-1]["loss"] if windows else None
+    at_chance = None if chance is None or end is None else bool(abs(end - chance) <= CHANCE_TOLERANCE * chance)
+    fell, fall, se = judged.get("loss", (None, float("nan"), float("nan")))
+    if fell is None:
+        why = f"{len(windows)} logged loss window{'s' if len(windows) != 1 else ''}, too few to judge whether it fell " \
+              f"(at least {MIN_WINDOWS})"
+    elif not fell:
+        why = (f"its loss {'rose' if fall < 0 else 'did not fall beyond its window-to-window noise'}: "
+               f"{windows[0]['loss']:.4g} -> {end:.4g} (fall {fall:+.3g}, {FELL_BY:g} standard errors {FELL_BY * se:.3g})")
+    else:
+        why = ""
+    if at_chance:
+        why = "; ".join(filter(None, [why, f"its loss {end:.4g} ends at its chance level {chance:.4g}"]))
+    return {"fell": {t: f for t, (f, _, _) in judged.items()}, "fall": {t: d for t, (_, d, _) in judged.items()},
+            "fall_se": {t: e for t, (_, _, e) in judged.items()}, "chance": chance, "at_chance": at_chance,
+            "learned": not why, "learned_reason": why}
 
 
 def describe_health(health: dict[str, Any] | None) -> str:
@@ -124,7 +184,10 @@ def describe_health(health: dict[str, Any] | None) -> str:
             f"{' (stopped early)' if health['trained_steps'] < health['planned_steps'] else ''} "
             f"({health['steps_at_half_peak']} at >= half the peak lr {health['peak_lr']:.2g}); loss {start.get('loss', float('nan')):.4g} -> "
             f"{end.get('loss', float('nan')):.4g}; cosine to its start {cosine}")
-    return text + ("; active" if health["active"] else f"; INACTIVE: {health['reason']}")
+    text += "; active" if health["active"] else f"; INACTIVE: {health['reason']}"
+    if "learned" in health:
+        text += "; learned (its loss fell)" if health["learned"] else f"; DID NOT LEARN: {health['learned_reason']}"
+    return text
 
 
 def health_table(runs: Mapping[str, dict[str, Any] | None]) -> pd.DataFrame:
@@ -146,6 +209,8 @@ def health_table(runs: Mapping[str, dict[str, Any] | None]) -> pd.DataFrame:
             row[f"{term}: first -> last window"] = f"{start[term]:.4g} -> {end.get(term, float('nan')):.4g}"
         row["cosine to its start"] = "—" if h["start_cosine"] is None else f"{h['start_cosine']:.4f}"
         row["active"] = "yes" if h["active"] else f"no: {h['reason']}"
+        if "learned" in h:
+            row["learned (loss fell)"] = "yes" if h["learned"] else f"no: {h['learned_reason']}"
         rows[name] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -156,11 +221,16 @@ def _window(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
+    "CHANCE_TOLERANCE",
+    "FELL_BY",
     "MIN_SHARE_AT_HALF_PEAK",
+    "MIN_WINDOWS",
     "SOLVED_LOSS",
     "STILL_COSINE",
     "describe_health",
     "health_table",
+    "learning",
+    "loss_fell",
     "mean_cosine",
     "probe_sentences",
     "training_health",
