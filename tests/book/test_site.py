@@ -111,7 +111,8 @@ def demo_output(out: Path, profile: str = "demo", values: dict | None = None) ->
         "chapter": "mnrl_sbert", "table": "Table 2", "claim": "MNRLSBERT above SBERT", "left": "MNRLSBERT", "right": "SBERT",
         "column": "Average", "delta": 3.6, "ci_low": 1.2, "ci_high": 6.0, "p": 0.002, "p_holm": 0.002, "verdict": "holds",
         "reason": "Holm-adjusted p 0.002", "design": "paired over items, unpaired over seeds", "seeds_left": 3,
-        "seeds_right": 3, "paper_left": 78.6, "paper_right": 74.89, "source": "paper"}]))
+        "seeds_right": 3, "paper_left": 78.6, "paper_right": 74.89, "source": "paper", "paper_gap": 3.71, "adj_low": 1.2,
+        "adj_high": 6.0, "mde": 3.4}]))
     (out / "data_used").mkdir(parents=True, exist_ok=True)
     (out / "data_used" / "mnrl_sbert.json").write_text(json.dumps(
         {"chapter": "mnrl_sbert", "run_id": "run-1", "profile": profile, "data_root": FAKE_DATA, "sample": False,

@@ -16,9 +16,10 @@ the rows' evidence (:mod:`sentcl.book.evidence`: per-item scores per seed, train
   (:func:`sentcl.evaluation.significance.holm_levels`), the one the verdict rests on: ``holds`` (left
   above right) or ``contradicted`` (below) exactly when it excludes 0 (then ``p_holm`` < 0.05);
   ``undetermined`` otherwise, and whenever a trained row has a single seed (its seed-to-seed spread is
-  then unmeasured; no adjusted interval); ``not tested`` when a row it rests on did not run, a model it
-  rests on did not train or did not learn (health), the two rows were scored on different test items,
-  a row has no per-item scores, or the column sits at a known ceiling -- ``reason`` says which;
+  then unmeasured: no adjusted interval, no detectable effect); ``not tested`` when a row it rests on
+  did not run, a model it rests on did not train or did not learn (health), the two rows were scored
+  on different test items, a row has no per-item scores, or the column sits at a known ceiling --
+  ``reason`` says which;
 - ``mde``: the minimum detectable effect of the claim's design at 80 % power
   (:meth:`~sentcl.evaluation.significance.Difference.mde`) at Holm's first, strictest level 0.05 / m (m
   the tested claims: conservative for every later step), in the table's units; :func:`detectable` says
@@ -131,7 +132,8 @@ def evaluate_claims(
     with Holm's correction over the claims that could be tested."""
     matrices: dict[tuple[str, int], np.ndarray] = {}
     cache: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
-    out, differences = [], {}
+    out: list[dict] = []
+    differences: dict[int, Difference] = {}
     for claim in claims:
         gap = claim.paper_left - claim.paper_right if claim.paper_left is not None and claim.paper_right is not None else None
         rec = {c: None for c in CLAIM_COLUMNS} | {
@@ -164,11 +166,12 @@ def evaluate_claims(
         single = [side.row for side, seeds in ((left, seeds_left), (right, seeds_right))
                   if side.trained(claim.column) and len(seeds) < 2]
         low, high = diff.interval(alpha)
+        shared = _shared(claim, left, right)
         rec |= {"delta": diff.delta, "ci_low": low, "ci_high": high, "p": diff.p,
-                "seeds_left": len(seeds_left), "seeds_right": len(seeds_right), "reason": _shared(claim, left, right)}
+                "seeds_left": len(seeds_left), "seeds_right": len(seeds_right), "reason": shared}
         if single:
             rec |= {"verdict": "undetermined", "reason": f"one training seed of {' and '.join(single)}: the seed-to-seed "
-                    "spread is not measured (the interval holds the test items' noise only)" + rec["reason"], "p": math.nan}
+                    "spread is not measured (the interval holds the test items' noise only)" + shared, "p": math.nan}
         else:
             differences[len(out)] = diff
         out.append(rec)
@@ -182,11 +185,11 @@ def evaluate_claims(
     frame.loc[tested, "p_holm"] = holm(p)
     levels = holm_levels(p, alpha)
     for i, level in zip(tested, levels, strict=True):
-        diff: Difference = differences[i]
-        low, high = diff.interval(float(level))
+        tested_diff: Difference = differences[i]
+        low, high = tested_diff.interval(float(level))
         found = low > 0 or high < 0
-        frame.loc[i, ["adj_low", "adj_high", "mde"]] = [low, high, diff.mde(alpha / len(tested))]
-        frame.loc[i, "verdict"] = ("holds" if diff.delta > 0 else "contradicted") if found else "undetermined"
+        frame.loc[i, ["adj_low", "adj_high", "mde"]] = [low, high, tested_diff.mde(alpha / len(tested))]
+        frame.loc[i, "verdict"] = ("holds" if tested_diff.delta > 0 else "contradicted") if found else "undetermined"
         frame.loc[i, "reason"] = f"Holm-adjusted p {frame.loc[i, 'p_holm']:.2g}" + (
             "" if found else ": the difference does not stand out from the noise of seeds and test items") + frame.loc[i, "reason"]
     return frame

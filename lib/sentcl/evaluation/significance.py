@@ -167,10 +167,10 @@ def difference_interval(
     more than half of them undefined is an error.
     """
     left, right = np.atleast_2d(np.asarray(left, dtype=np.float64)), np.atleast_2d(np.asarray(right, dtype=np.float64))
-    left_full, right_full = np.asarray(left_full, dtype=np.float64), np.asarray(right_full, dtype=np.float64)
+    full_left, full_right = np.asarray(left_full, dtype=np.float64), np.asarray(right_full, dtype=np.float64)
     if left.shape[1] != right.shape[1]:
         raise ConfigError(f"both sides need the same item resamples: {left.shape[1]} and {right.shape[1]} replicates")
-    if len(left_full) != len(left) or len(right_full) != len(right):
+    if len(full_left) != len(left) or len(full_right) != len(right):
         raise ConfigError("one full-data value per seed on each side")
     if paired_seeds and len(left) != len(right):
         raise ConfigError(f"paired seeds need the same seeds on both sides: {len(left)} and {len(right)}")
@@ -179,12 +179,12 @@ def difference_interval(
     samples = samples[np.isfinite(samples)]
     if len(samples) < max(2, replicates / 2):
         raise ConfigError(f"the metric is undefined on {replicates - len(samples)} of {replicates} resamples")
-    sides = [left_full - right_full] if paired_seeds else [left_full, right_full]
+    sides = [full_left - full_right] if paired_seeds else [full_left, full_right]
     terms = [(float(v.var(ddof=1)) / len(v), len(v) - 1) for v in sides if len(v) > 1]
     seed_var = sum(v for v, _ in terms)
     spread = sum(v * v / df for v, df in terms)
     return Difference(
-        delta=float(left_full.mean() - right_full.mean()), seed_var=seed_var,
+        delta=float(full_left.mean() - full_right.mean()), seed_var=seed_var,
         seed_df=seed_var**2 / spread if spread > 0 else math.inf,
         item_var=float(samples.var(ddof=1)), item_df=float(min(items or len(samples), len(samples)) - 1),
         paired_seeds=paired_seeds,
