@@ -201,13 +201,7 @@ def save_row_evidence(
     the models the seed rests on (empty for a row that trains nothing); ``tables``: those it is recorded
     under. The row's other tasks recorded by the same run stay (a table row gathering several tasks);
     what an earlier run left is replaced."""
-    folder = evidence_dir(out_dir, chapter) / row_key(row, tables)
-    meta = read_json(folder / ROW_FILE, "a row's evidence") if (folder / ROW_FILE).is_file() else None
-    if meta is None or meta.get("run_id") != run_id:
-        if folder.exists():
-            shutil.rmtree(folder)
-        meta = {"chapter": chapter, "row": row, "run_id": run_id, "tables": list(tables), "columns": {}, "tasks": {},
-                "not_run": None}
+    folder, meta = _this_runs_row(out_dir, chapter, row, tables, run_id)
     for seed, scores in per_seed.items():
         for key, scored in scores.items():
             n = len(scored.items)
@@ -221,6 +215,20 @@ def save_row_evidence(
                 np.savez(fh, **scored.items.arrays())
     meta["columns"] |= {c: list(v) for c, v in columns.items()}
     return atomic_write_json(folder / ROW_FILE, meta).parent
+
+
+def _this_runs_row(
+    out_dir: str | os.PathLike, chapter: str, row: str, tables: Sequence[str], run_id: str
+) -> tuple[Path, dict[str, Any]]:
+    """The row's folder and what run ``run_id`` recorded of it so far (an earlier run's record removed)."""
+    folder = evidence_dir(out_dir, chapter) / row_key(row, tables)
+    meta = read_json(folder / ROW_FILE, "a row's evidence") if (folder / ROW_FILE).is_file() else None
+    if meta is None or meta.get("run_id") != run_id:
+        if folder.exists():
+            shutil.rmtree(folder)
+        meta = {"chapter": chapter, "row": row, "run_id": run_id, "tables": list(tables), "columns": {}, "tasks": {},
+                "not_run": None}
+    return folder, meta
 
 
 def record_not_run(
@@ -237,13 +245,7 @@ def record_not_run(
     for ``columns`` only (a row gathering several tasks, one of them not run), or for every column the
     row has no scores for (None). What the same run recorded of the row stays (its scored columns, the
     reasons of its other columns: two whole-row reasons are both kept); an earlier run's is replaced."""
-    folder = evidence_dir(out_dir, chapter) / row_key(row, tables)
-    meta = read_json(folder / ROW_FILE, "a row's evidence") if (folder / ROW_FILE).is_file() else None
-    if meta is None or meta.get("run_id") != run_id:
-        if folder.exists():
-            shutil.rmtree(folder)
-        meta = {"chapter": chapter, "row": row, "run_id": run_id, "tables": list(tables), "columns": {}, "tasks": {},
-                "not_run": None}
+    folder, meta = _this_runs_row(out_dir, chapter, row, tables, run_id)
     if columns is None:
         meta["not_run"] = "; ".join(dict.fromkeys(filter(None, [meta.get("not_run"), reason])))
     else:
