@@ -166,14 +166,20 @@ def test_a_model_that_moved_but_did_not_learn_is_not_tested(run, fake):
 
 
 def test_a_health_record_that_does_not_judge_learning_is_not_evidence(run, fake):
-    """A cached run whose health predates the learned fields: not tested, and it says so."""
+    """A cached run whose health predates the learned fields, and a run with too few logged windows to judge
+    (the smoke profile's): not tested, and each says why without calling it a failure to learn."""
     old = fake.done(True, "old seed 0")
     del old.health["learned"]
+    short = fake.done(True, "short seed 1", learned=False)
+    short.health |= {"fell": {"loss": None}, "at_chance": None,
+                     "learned_reason": "only 1 logged loss window: too few to judge whether its loss fell (at least 4)"}
     run.record_scores("MNRLSBERT", {0: fake.scored(0.05, 0), 1: fake.scored(0.06, 1)}, columns={"STSb": ("STSb", "Spearman")},
-                      trained={0: old, 1: fake.done(True, "seed 1")}, tables=["Table 1"])
+                      trained={0: old, 1: short}, tables=["Table 1"])
     run.record_scores("SBERT", {0: fake.scored(0.6, 0)}, columns={"STSb": ("STSb", "Spearman")}, tables=["Table 1"])
     frame = run.write_claims(own=[Claim("Table 1", "STSb", "MNRLSBERT", "SBERT", source="ours")])
-    assert frame["verdict"].iloc[0] == "not tested" and "does not say whether its loss fell" in frame["reason"].iloc[0]
+    reason = frame["reason"].iloc[0]
+    assert frame["verdict"].iloc[0] == "not tested" and "old seed 0: its health record does not say whether its loss fell" in reason
+    assert "short seed 1 moved, but only 1 logged loss window: too few to judge" in reason and "moved but did not learn" not in reason
 
 
 def test_each_task_of_a_row_keeps_its_own_not_run_reason(run, fake):

@@ -106,7 +106,7 @@ def test_the_fall_of_a_loss_is_judged_against_its_window_to_window_noise():
     # RCL's demo entropy models: Eq. 1 rising
     ("RCL entropy model", [0.354, 0.371, 0.392, 0.405, 0.431, 0.447], None, ["its loss rose: 0.354 -> 0.447"]),
     ("a softmax classifier that fell to chance", [1.6, 1.4, 1.25, 1.15, 1.11, 1.10], np.log(3), ["ends at its chance level"]),
-    ("too few windows", [2.0, 1.0, 0.5], None, ["3 logged loss windows, too few to judge"]),
+    ("too few windows", [2.0, 1.0, 0.5], None, ["only 3 logged loss windows: too few to judge"]),
     ("a model that learned", [2.0, 1.5, 1.2, 1.0, 0.9, 0.85, 0.8], np.log(16), []),
 ])
 def test_a_model_that_moved_but_did_not_learn_is_said_so(what, windows, chance, because):

@@ -135,6 +135,8 @@ class RowEvidence:
             elif "learned" not in record:
                 reasons.append(f"{name}: its health record does not say whether its loss fell (recorded before "
                                "sentcl judged learning; train it again)")
+            elif not record["learned"] and (record.get("fell") or {}).get("loss", False) is None and not record.get("at_chance"):
+                reasons.append(f"{name} moved, but {record.get('learned_reason', '')}")
             elif not record["learned"]:
                 reasons.append(f"{name} moved but did not learn: {record.get('learned_reason', '')}")
         return "; ".join(dict.fromkeys(reasons))

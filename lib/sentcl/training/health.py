@@ -160,8 +160,8 @@ def learning(losses: Sequence[dict[str, Any]], chance: float | None = None) -> d
     at_chance = None if chance is None or end is None else bool(abs(end - chance) <= CHANCE_TOLERANCE * chance)
     fell, fall, se = judged.get("loss", (None, float("nan"), float("nan")))
     if fell is None:
-        why = f"{len(windows)} logged loss window{'s' if len(windows) != 1 else ''}, too few to judge whether it fell " \
-              f"(at least {MIN_WINDOWS})"
+        why = f"only {len(windows)} logged loss window{'s' if len(windows) != 1 else ''}: too few to judge whether " \
+              f"its loss fell (at least {MIN_WINDOWS})"
     elif not fell:
         why = (f"its loss {'rose' if fall < 0 else 'did not fall beyond its window-to-window noise'}: "
                f"{windows[0]['loss']:.4g} -> {end:.4g} (fall {fall:+.3g}, {FELL_BY:g} standard errors {FELL_BY * se:.3g})")
