@@ -130,9 +130,11 @@ def test_each_term_is_judged_and_the_health_table_says_whether_it_learned():
     assert health["fell"] == {"loss": True, "Eq. 1": True, "regulators": False} and health["learned"]
     assert health["fall"]["Eq. 1"] == pytest.approx(1.0)
     rising = training_health(config, 50, 50, _losses(0.354, 0.371, 0.392, 0.405, 0.447), start_cosine=0.9)
-    table = health_table({"RCL": health, "entropy model": rising})
+    short = training_health(config, 20, 20, _losses(0.5, 0.3), start_cosine=0.9)
+    table = health_table({"RCL": health, "entropy model": rising, "short": short})
     assert table.loc["RCL", "learned (loss fell)"] == "yes"
     assert table.loc["entropy model", "learned (loss fell)"].startswith("no: its loss rose")
+    assert table.loc["short", "learned (loss fell)"].startswith("not judged: only 2 logged loss windows")
 
 
 def test_the_losses_expose_their_chance_level():

@@ -40,6 +40,7 @@ from ..errors import ConfigError, DataFormatError
 from ..evaluation.items import Items, items_from_arrays
 from ..evaluation.tasks import STS_AVERAGE, task
 from ..io import atomic_path, atomic_write_json, read_json
+from ..training.health import learning_judged
 
 EVIDENCE = "evidence"
 ROW_FILE = "row.json"
@@ -135,7 +136,7 @@ class RowEvidence:
             elif "learned" not in record:
                 reasons.append(f"{name}: its health record does not say whether its loss fell (recorded before "
                                "sentcl judged learning; train it again)")
-            elif not record["learned"] and (record.get("fell") or {}).get("loss", False) is None and not record.get("at_chance"):
+            elif not record["learned"] and not learning_judged(record):
                 reasons.append(f"{name} moved, but {record.get('learned_reason', '')}")
             elif not record["learned"]:
                 reasons.append(f"{name} moved but did not learn: {record.get('learned_reason', '')}")

@@ -174,6 +174,18 @@ def learning(losses: Sequence[dict[str, Any]], chance: float | None = None) -> d
             "learned": not why, "learned_reason": why}
 
 
+def learning_judged(health: Mapping[str, Any]) -> bool:
+    """Whether a health record's ``learned`` is a judgement (its loss's fall was measured, or it ends at
+    chance) rather than "too few logged windows to judge"."""
+    return (health.get("fell") or {}).get("loss", False) is not None or bool(health.get("at_chance"))
+
+
+def _learned_text(health: Mapping[str, Any]) -> str:
+    if health["learned"]:
+        return "yes"
+    return f"{'no' if learning_judged(health) else 'not judged'}: {health['learned_reason']}"
+
+
 def describe_health(health: dict[str, Any] | None) -> str:
     """One line for a notebook: steps, loss first -> last, cosine to the start, and whether it trained."""
     if health is None:
@@ -186,7 +198,7 @@ def describe_health(health: dict[str, Any] | None) -> str:
             f"{end.get('loss', float('nan')):.4g}; cosine to its start {cosine}")
     text += "; active" if health["active"] else f"; INACTIVE: {health['reason']}"
     if "learned" in health:
-        text += "; learned (its loss fell)" if health["learned"] else f"; DID NOT LEARN: {health['learned_reason']}"
+        text += f"; learned (its loss fell): {_learned_text(health)}"
     return text
 
 
@@ -210,7 +222,7 @@ def health_table(runs: Mapping[str, dict[str, Any] | None]) -> pd.DataFrame:
         row["cosine to its start"] = "—" if h["start_cosine"] is None else f"{h['start_cosine']:.4f}"
         row["active"] = "yes" if h["active"] else f"no: {h['reason']}"
         if "learned" in h:
-            row["learned (loss fell)"] = "yes" if h["learned"] else f"no: {h['learned_reason']}"
+            row["learned (loss fell)"] = _learned_text(h)
         rows[name] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -230,6 +242,7 @@ __all__ = [
     "describe_health",
     "health_table",
     "learning",
+    "learning_judged",
     "loss_fell",
     "mean_cosine",
     "probe_sentences",
