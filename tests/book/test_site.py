@@ -19,6 +19,7 @@ import yaml
 
 from sentcl.book import environment, install, pages, public, site
 from sentcl.book.chapter import CHAPTERS, OWN_CHAPTERS
+from sentcl.book.claims import read_claims
 from sentcl.book.records import read_run_records
 from sentcl.book.results import load_results, paper_values
 from sentcl.errors import SentclError
@@ -429,6 +430,8 @@ async function check(url) {
     width: w.innerWidth, sidebar: sideLeft, tables,
     first: (() => { const a = d.querySelector('article.bd-article'); const f = a && [...a.querySelectorAll('h1, .cell, p')].find(e => e.getClientRects().length); return f ? f.tagName + ' ' + f.className : ''; })(),
     images: [...d.images].map(i => ({src: i.getAttribute('src'), width: i.naturalWidth})),
+    findings: (() => { const t = d.querySelector('.sentcl-findings table, .sentcl-answer table'); return t ? Math.round(t.getBoundingClientRect().top + w.scrollY) : null; })(),
+    article: (d.querySelector('article.bd-article') || {}).innerText || '',
     math: maths.length, typeset: maths.filter(m => m.querySelector('mjx-container')).length,
     raw: ['\\\\(', '\\\\['].filter(s => text.includes(s)),
     foreign: w.performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin)),
@@ -513,6 +516,17 @@ def test_pages_render_in_headless_chromium(smoke_book, tmp_path):
                 f"{page['url']}: {table['caption']!r} runs under the contents panel at x={page['sidebar']}: {table}")
             assert table["right"] <= page["width"], f"{page['url']}: {table['caption']!r} is wider than the window"
     by_url = {c["url"]: c for c in checked}
+    first_screen = 800  # 1280 x 800: what a reader sees before scrolling
+    assert by_url["/book/intro.html"]["findings"] is not None and by_url["/book/intro.html"]["findings"] < first_screen, (
+        "the introduction's answer table is not on its first screen")
+    for chapter in CHAPTERS:
+        page = by_url[f"/book/{chapter}.html"]
+        tested = read_claims(out, chapter).query("verdict != 'not tested'")
+        if len(tested):  # the findings table on the first screen, every claim with a verdict on it
+            assert page["findings"] is not None and page["findings"] < first_screen, f"{chapter}: findings at {page['findings']} px"
+            missing = [c for c in tested["claim"] if c not in page["article"]]
+            assert not missing, f"{chapter}: claims with a verdict missing from the page: {missing}"
+    assert sum(len(read_claims(out, c).query("verdict != 'not tested'")) for c in CHAPTERS) > 0  # the check checked something
     for chapter in CHAPTERS:
         assert by_url[f"/book/{chapter}.html"]["math"] > 0  # every chapter page states its equation
         assert by_url[f"/notebooks/{chapter}.html"]["first"].startswith("H1")  # the title first, then the code
