@@ -222,8 +222,9 @@ def claims_path(out_dir: str | os.PathLike, chapter: str) -> Path:
 
 
 def write_claims(out_dir: str | os.PathLike, chapter: str, frame: pd.DataFrame) -> Path:
-    """Write a chapter's claims (:func:`evaluate_claims`) to ``<out>/claims/<chapter>.csv``, atomically."""
-    return atomic_write_text(claims_path(out_dir, chapter), frame[list(CLAIM_COLUMNS)].to_csv(index=False))
+    """Write a chapter's claims (:func:`evaluate_claims`) to ``<out>/claims/<chapter>.csv``, atomically (a column
+    the frame lacks, such as ``headline`` of a chapter that marks none, is written empty)."""
+    return atomic_write_text(claims_path(out_dir, chapter), frame.reindex(columns=list(CLAIM_COLUMNS)).to_csv(index=False))
 
 
 def read_claims(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame:

@@ -61,11 +61,11 @@ def chapter_status(state: Any) -> str:
 
 
 def build_banner(states: Sequence[Any]) -> str | None:
-    """The sentence every page of a partial build carries (None when every chapter with a notebook completed):
-    which chapters completed, which were interrupted or failed, and which did not run."""
+    """The sentence every page of a partial build carries: which chapters completed, which were interrupted or
+    failed, and which did not run (None when every chapter with a notebook completed, or none ran)."""
     status = {s.chapter: chapter_status(s) for s in states if s.has_notebook}
-    if not status or all(v == "complete" for v in status.values()):
-        return None
+    if all(v == "complete" for v in status.values()) or all(v == "not run" for v in status.values()):
+        return None  # a whole build, or none at all (the pages say "not run" everywhere)
     groups = {kind: [c for c, v in status.items() if v == kind] for kind in STATUSES}
     said = [f"{kind}: {', '.join(names)}" for kind, names in groups.items() if names]
     return "Partial build (" + "; ".join(said) + "): a chapter that did not complete shows what it wrote, or nothing."
