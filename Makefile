@@ -1,6 +1,7 @@
 # sentcl — the README's two commands:
 #   make book   set up .venv, run every chapter notebook in the demo profile, build the HTML book
 #   make test   set up .venv, run the tests (the smoke-profile book included)
+#   make check  the fast lane of an edit-test loop: lint, types, the tests not marked slow (no smoke book)
 #
 # Everything is pinned: torch first (CPU build), then the rest under requirements/lock.txt.
 
@@ -19,11 +20,12 @@ DATA_DIR ?= $(or $(SENTCL_DATA),$(wildcard ../shared/data))
 PROFILE ?= demo
 PYTEST_ARGS ?=
 
-.PHONY: setup book test lock browser clean help
+.PHONY: setup book test check lock browser clean help
 
 help:
 	@echo "make book   set up .venv and build the book (profile $(PROFILE)) into _build/html"
 	@echo "make test   set up .venv and run the tests"
+	@echo "make check  lint, types and the tests not marked slow (no smoke book): the edit-test loop"
 	@echo "make lock   re-resolve requirements/lock.txt from pyproject.toml"
 
 MATHJAX := book/_vendor/mathjax/.version
@@ -60,6 +62,12 @@ test: setup browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	@echo "make: the precision tests again, as on a CPU without bf16 (oneDNN capped at AVX512_CORE)"
 	ONEDNN_MAX_CPU_ISA=AVX512_CORE $(BIN)/python -m pytest -m precision -q
+
+# The fast lane: what an edit can break in a couple of minutes; `make test` (CI) stays the whole suite.
+check: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
 book: setup
 	$(BIN)/sentcl reproduce --profile $(PROFILE) $(if $(DATA_DIR),--data-dir $(DATA_DIR),)

@@ -110,3 +110,11 @@ def smoke_book(tmp_path_factory, mathjax):
     return project, out, proc.returncode, proc.stdout + proc.stderr
 
 
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that reads the smoke book (every chapter run on the tiny model, minutes) is slow: `make check`
+    leaves it, with the other slow tests, to `make test`."""
+    for item in items:
+        if "smoke_book" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

@@ -151,8 +151,9 @@ def test_the_score_figure_draws_one_point_per_model_and_states_rho_and_n():
 
 
 def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_path, fake):
-    """The introduction's answer counts verdicts (with their intervals), compares each method with MNRL and
-    with the untouched base, gives the cost, and names the run's limits inside the answer."""
+    """The introduction's answer table: with only the geometry chapter run, its equal-budget column says each method
+    against MNRL (verdict and interval) and the cost, the chapters' own columns say they did not run, and the
+    run's limits are said under it."""
     from sentcl.book.answer import answer
     from sentcl.book.chapter import ChapterRun, SampleDataWarning
     from sentcl.book.claims import Claim
@@ -174,11 +175,12 @@ def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_
     run.write_claims(own)
     text = answer(chapter_states(tmp_path, tmp_path))
     assert "**In the demo profile (a miniature)**" in text
-    assert "- **RCL**: against MNRL better" in text and "it costs 3.00 × MNRL" in text
-    assert "- **IFCL**: against MNRL worse" in text
-    assert "- **BSC**: against MNRL not distinguishable" in text and "95 % interval [" in text
-    assert "- **MNRL**: against the untouched base better" in text
-    assert "*Limits of this run:*" in text and "Each model trained 60 optimizer steps" in text and "STSb 300" in text
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| [")}
+    assert "vs MNRL: **better**" in rows["[RCL](rcl.md) (not run)"] and "costs 3.00 × MNRL" in rows["[RCL](rcl.md) (not run)"]
+    assert "vs MNRL: **worse**" in rows["[IFCL](ifcl.md) (not run)"]
+    assert "vs MNRL: **undetermined** " in rows["[BSC](bsc.md) (not run)"]
+    assert "the reference" in rows["[MNRL-SBERT](mnrl_sbert.md) (not run)"]
+    assert "*Limits:*" in text and "each model trained 60 optimizer steps" in text and "300 test items" in text
     assert "sample data" in text  # this run read the sample data: the answer says it tests the code
 
 

@@ -19,6 +19,8 @@ import yaml
 
 from sentcl.book import environment, install, pages, public, site
 from sentcl.book.chapter import CHAPTERS, OWN_CHAPTERS
+from sentcl.book.claims import read_claims
+from sentcl.book.findings import findings_section
 from sentcl.book.records import read_run_records
 from sentcl.book.results import load_results, paper_values
 from sentcl.errors import SentclError
@@ -184,8 +186,10 @@ def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_pat
     assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 205 | 0 | 1 | 1 / 0 / 0 / 0 | — |" in scorecard
     results = pages.chapter_results(mnrl)
     assert "**A miniature** (demo profile)" in results
-    assert "Table 2: 1 hold, 0 contradicted, 0 undetermined, 0 not tested" in results
-    for page in (scorecard, results):
+    findings = findings_section(mnrl)  # the claims open the page: the verdicts with their intervals, not counts
+    assert "**1 hold, 0 contradicted, 0 undetermined, 0 not tested**" in findings and "+3.60 [+1.20, +6.00]" in findings
+    assert "Table 2: 1 hold" not in results  # counted once, at the top of the page
+    for page in (scorecard, results, findings):
         assert not any(colour in page for colour in COLOURS.values()) and "background-color" not in page
     # the same numbers from a paper-profile run are judged: they agree
     paper = demo_output(tmp_path / "paper", profile="paper")
@@ -254,13 +258,15 @@ def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colo
 
 
 def test_the_banner_says_when_chapters_ran_on_sample_data():
-    assert pages.announcement([_state("bsc", "demo", False), _state("rcl", None, True, ran=False)]) is None
+    assert pages.announcement([_state("bsc", "demo", False), _state("rcl", "demo", False)]) is None
+    partial = pages.announcement([_state("bsc", "demo", False), _state("rcl", None, True, ran=False)])
+    assert partial.startswith("Partial build (complete: bsc; not run: rcl)")
     smoke = pages.announcement([_state("bsc", "smoke", True), _state("rcl", "smoke", True)])
     assert smoke.startswith("Smoke build (bsc, rcl)")
     demo = pages.announcement([_state("bsc", "demo", True), _state("rcl", "demo", False)])
     assert demo.startswith("Sample data: bsc ran on the project's sample data")
     rehearsal = pages.announcement([_state("bsc", "rehearsal", False), _state("rcl", "demo", False)])
-    assert rehearsal.startswith("Rehearsal build (bsc): the paper profile's schedules on a tiny random stand-in")
+    assert rehearsal.startswith("Rehearsal build (bsc): the paper profile's schedules, rows and tables on a tiny random stand-in")
 
 
 def test_a_broken_cross_reference_fails_the_build(mathjax, tmp_path):
@@ -430,6 +436,8 @@ async function check(url) {
     width: w.innerWidth, sidebar: sideLeft, tables,
     first: (() => { const a = d.querySelector('article.bd-article'); const f = a && [...a.querySelectorAll('h1, .cell, p')].find(e => e.getClientRects().length); return f ? f.tagName + ' ' + f.className : ''; })(),
     images: [...d.images].map(i => ({src: i.getAttribute('src'), width: i.naturalWidth})),
+    findings: (() => { const t = d.querySelector('.sentcl-findings table, .sentcl-answer table'); return t ? Math.round(t.getBoundingClientRect().top + w.scrollY) : null; })(),
+    article: (d.querySelector('article.bd-article') || {}).innerText || '',
     math: maths.length, typeset: maths.filter(m => m.querySelector('mjx-container')).length,
     raw: ['\\\\(', '\\\\['].filter(s => text.includes(s)),
     foreign: w.performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin)),
@@ -514,6 +522,17 @@ def test_pages_render_in_headless_chromium(smoke_book, tmp_path):
                 f"{page['url']}: {table['caption']!r} runs under the contents panel at x={page['sidebar']}: {table}")
             assert table["right"] <= page["width"], f"{page['url']}: {table['caption']!r} is wider than the window"
     by_url = {c["url"]: c for c in checked}
+    first_screen = 800  # 1280 x 800: what a reader sees before scrolling
+    assert by_url["/book/intro.html"]["findings"] is not None and by_url["/book/intro.html"]["findings"] < first_screen, (
+        "the introduction's answer table is not on its first screen")
+    for chapter in CHAPTERS:
+        page = by_url[f"/book/{chapter}.html"]
+        tested = read_claims(out, chapter).query("verdict != 'not tested'")
+        if len(tested):  # the findings table on the first screen, every claim with a verdict on it
+            assert page["findings"] is not None and page["findings"] < first_screen, f"{chapter}: findings at {page['findings']} px"
+            missing = [c for c in tested["claim"] if c not in page["article"]]
+            assert not missing, f"{chapter}: claims with a verdict missing from the page: {missing}"
+    assert sum(len(read_claims(out, c).query("verdict != 'not tested'")) for c in CHAPTERS) > 0  # the check checked something
     for chapter in CHAPTERS:
         assert by_url[f"/book/{chapter}.html"]["math"] > 0  # every chapter page states its equation
         assert by_url[f"/notebooks/{chapter}.html"]["first"].startswith("H1")  # the title first, then the code

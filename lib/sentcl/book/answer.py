@@ -1,83 +1,136 @@
 """The introduction's answer to the book's question, "do contrastive sentence embeddings really work?",
-generated from an output folder's claims (:mod:`sentcl.book.claims`): the geometry chapter's equal-budget
-claims -- each newer method against plain MNRL *and* against the untouched base model it started from --
-and each paper chapter's verdicts. It counts verdicts, never signs, and names the limits of the run it
-reads (the encoder, the steps each model trained, the test items) inside the answer itself.
+generated from every chapter's claims (:mod:`sentcl.book.claims`), in one table: each method against its
+paper's baseline and against the untouched encoder it started from (the claims its chapter marks as its
+headline ones: column ``headline`` says which, ``headline_row`` names the method's row), and, where the geometry chapter ran, against plain MNRL under one budget.
+Each cell is a verdict with the difference (method − the other, whatever order the claim was stated in) and its
+95 % interval. Under the table: the limits of the run in one sentence, and the build's state (which chapters
+completed, were interrupted, failed or did not run: :func:`sentcl.book.findings.chapter_status`).
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import pandas as pd
 
-from . import claims
+from .findings import STATUSES, chapter_status, reason_kind
+from .markdown import md, md_table
 
 BASELINE = "MNRL"
 NEWER = ("BSC", "RCL", "IFCL")
 BASE_ROW = "base (untouched)"
+HEADLINES = {"baseline": "against its paper's baseline", "untouched": "against the untouched encoder"}
+"""The headline claims a paper chapter marks in its claims file (``headline`` column) -> the answer's column."""
+EQUAL_BUDGET = "one budget, against MNRL (geometry)"
 PROFILE_WORDS = {"demo": "the demo profile (a miniature)", "smoke": "the smoke profile (a test run)",
                  "rehearsal": "the rehearsal profile (the paper schedules on a tiny stand-in)", "paper": "the paper profile"}
+WORDS = {"holds": "better", "contradicted": "worse", "undetermined": "undetermined"}
+
+
+def method_name(state: Any) -> str:
+    """A chapter's method as the answer names it: its title up to the colon ("BSC", "MNRL-SBERT")."""
+    return state.title.split(":")[0].strip()
+
+
+def cell(claim: pd.Series | None, method_row: str) -> str:
+    """One answer cell: the verdict in words, the difference oriented method − other and its 95 % interval."""
+    if claim is None:
+        return "not in this build's claims"
+    other = claim["right"] if claim["left"] == method_row else claim["left"]
+    if claim["verdict"] == "not tested":
+        return f"vs {md(other)}: *not tested* ({md(reason_kind(claim))})"
+    sign = 1.0 if claim["left"] == method_row else -1.0
+    delta, low, high = (sign * float(claim[c]) for c in ("delta", "ci_low", "ci_high"))
+    low, high = min(low, high), max(low, high)
+    verdict = WORDS[claim["verdict"]] if sign > 0 or claim["verdict"] == "undetermined" else WORDS[
+        {"holds": "contradicted", "contradicted": "holds"}[claim["verdict"]]]
+    numbers = f"{delta:+.2f} [{low:+.2f}, {high:+.2f}]" if all(map(math.isfinite, (delta, low, high))) else ""
+    return f"vs {md(other)}: **{verdict}** {numbers}".rstrip()
+
+
+def headline(frame: pd.DataFrame, kind: str) -> pd.Series | None:
+    """The chapter's claim marked ``kind`` (None when its claims file marks none)."""
+    if "headline" not in frame.columns:
+        return None
+    found = frame[frame["headline"] == kind]
+    return None if found.empty else found.iloc[0]
+
+
+def _equal_budget(geometry: Any, method: str) -> str:
+    if geometry is None or not geometry.ran or geometry.claims.empty:
+        return "not run in this build"
+    if method == BASELINE:
+        return "the reference"
+    frame = geometry.claims
+    found = frame[(frame["left"] == method) & (frame["right"] == BASELINE) & (frame["column"] == "Average")]
+    costs = geometry.compared[geometry.compared["column"] == "cost × MNRL"].set_index("row")["value"]
+    cost = f"; costs {costs[method]:.2f} × MNRL" if method in costs.index else ""
+    return (cell(found.iloc[0], method) if len(found) else "not in this build's claims") + cost
 
 
 def answer(states) -> str:
-    """MyST markdown: the equal-budget verdicts of the geometry chapter's run and the papers' verdicts
-    (``states``: :func:`sentcl.book.pages.chapter_states`)."""
+    """MyST markdown: the answer table, the run's limits, the build's state (``states``:
+    :func:`sentcl.book.pages.chapter_states`)."""
     geometry = next((s for s in states if s.chapter == "geometry"), None)
-    if geometry is None or not geometry.ran or geometry.claims.empty:
-        return ("**No answer in this build**: the geometry chapter (the four methods under one budget) did not "
-                "run into this output folder or wrote no claims (`sentcl reproduce --only geometry`).\n")
-    profile = (geometry.profiles or ["?"])[0]
-    frame = geometry.claims
-    lines = []
-    costs = geometry.compared[geometry.compared["column"] == "cost × MNRL"].set_index("row")["value"]
-    for method in (BASELINE, *NEWER):
-        said = [_verdict(frame, method, against) for against in ((BASE_ROW,) if method == BASELINE else (BASELINE, BASE_ROW))]
-        if any(said):
-            cost = f"; it costs {costs[method]:.2f} × MNRL" if method != BASELINE and method in costs.index else ""
-            lines.append(f"- **{method}**: " + "; ".join(s for s in said if s) + cost + ".")
-    papers = [f"{s.chapter}: {claims.counts_text(s.claims)}" for s in states
-              if s.chapter != "geometry" and s.ran and not s.claims.empty]
-    head = (f"**In {PROFILE_WORDS.get(profile, profile + ' profile')}**, every method trained from one base model on "
-            f"the same pairs for the same steps and seeds, each difference tested against the noise of the seeds and "
-            f"the test items together (95 % intervals, Holm-corrected):")
-    parts = [head, "", *lines, "", _limits(geometry)]
-    if papers:
-        parts += ["", "The papers' own claims that this build tested (verdicts, each chapter's claims file): "
-                  + "; ".join(papers) + "."]
-    if geometry.sample:
-        parts += ["", "*This build ran on the project's sample data: it tests the code, not the methods.*"]
-    return "\n".join(parts) + "\n"
+    papers = [s for s in states if s.chapter != "geometry"]
+    equal = {"MNRL-SBERT": BASELINE}  # the chapter whose method is the equal-budget reference
+    rows = []
+    for state in papers:
+        method = method_name(state)
+        status = chapter_status(state)
+        marked = {kind: headline(state.claims, kind) for kind in HEADLINES}
+        if status == "not run":
+            cells = ["not run in this build"] * len(HEADLINES)
+        else:
+            cells = [cell(c, str(c["headline_row"])) if c is not None else
+                     ("not in this build's claims" if status == "complete" else f"{status} before its claims")
+                     for c in marked.values()]
+        rows.append([f"[{md(method)}]({state.chapter}.md)" + ("" if status == "complete" else f" ({status})"),
+                     *cells, _equal_budget(geometry, equal.get(method, method))])
+    profiles = sorted({p for s in states if s.ran for p in s.profiles})
+    profile = PROFILE_WORDS.get(profiles[0], profiles[0] + " profile") if len(profiles) == 1 else (
+        "profiles " + ", ".join(profiles) if profiles else "no profile (nothing ran)")
+    head = (f"**In {profile}**: each method against its paper's baseline and against the untouched encoder, in its "
+            "own chapter, and against plain MNRL under one budget (the geometry chapter); each cell the verdict, the "
+            "difference (method − the other) and its 95 % interval over training seeds and test items "
+            "(verdicts Holm-corrected within each chapter).")
+    parts = [head, "", md_table(["method", *HEADLINES.values(), EQUAL_BUDGET], rows, css_class="sentcl-answer"), limits(states), state_line(states)]
+    if any(s.ran and s.sample for s in states):
+        parts.append("*This build ran on the project's sample data: it tests the code, not the methods.*\n")
+    return "\n".join(parts)
 
 
-def _verdict(frame: pd.DataFrame, left: str, right: str) -> str:
-    found = frame[(frame["left"] == left) & (frame["right"] == right) & (frame["column"] == "Average")]
-    if found.empty:
-        return ""
-    c = found.iloc[0]
-    against = "the untouched base" if right == BASE_ROW else right
-    if c["verdict"] == "not tested":
-        return f"against {against}: not tested ({c['reason']})"
-    word = {"holds": "better", "contradicted": "worse", "undetermined": "not distinguishable"}[c["verdict"]]
-    return (f"against {against} {word} (average STS Spearman {c['delta']:+.2f} points, 95 % interval "
-            f"[{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]: {c['verdict']})")
-
-
-def _limits(geometry) -> str:
-    """What the run this answer reads could and could not test: the encoder, steps per model, test items."""
-    steps = sorted({h["trained_steps"] for ev in geometry.evidence.values() for column in ev.columns
+def limits(states) -> str:
+    """The run's limits in one sentence: the encoders, the optimizer steps of the trained models, the seeds and
+    the test items, read from the chapters' results and training health."""
+    steps = sorted({h["trained_steps"] for s in states for ev in s.evidence.values() for column in ev.columns
                     for h in ev.health(column) if h is not None})
-    sizes: dict[str, int] = {}
-    for ev in geometry.evidence.values():
-        for key, t in ev.tasks.items():
-            sizes.setdefault(key, t["n"])
-    encoders = sorted({str(n) for n in geometry.compared["note"].dropna() if "stands in for" in str(n)})
-    stand_in = f"The encoder is a stand-in ({'; '.join(encoders[:1])}). " if encoders else ""
-    if any("MiniLM" in e for e in encoders):
-        stand_in += ("all-MiniLM-L6-v2 was already trained on over a billion sentence pairs, NLI among them: these "
-                     "objectives can only nudge it, and its numbers test what it can still learn, not the papers' "
-                     "models. ")
-    trained = f"Each model trained {', '.join(map(str, steps))} optimizer steps. " if steps else ""
-    items = ("Test items: " + ", ".join(f"{k} {n:,}" for k, n in sizes.items()) + ". ") if sizes else ""
-    return f"*Limits of this run:* {stand_in}{trained}{items}".rstrip() + "\n"
+    encoders = sorted({str(n).split(" stands in for")[0] for s in states for n in s.compared["note"].dropna()
+                       if "stands in for" in str(n)})
+    seeds = sorted({int(n) for s in states for n in s.claims.get("seeds_left", pd.Series(dtype=float)).dropna()})
+    sizes = sorted({t["n"] for s in states for ev in s.evidence.values() for t in ev.tasks.values()})
+    if not steps and not encoders:
+        return "*Limits:* nothing was trained in this build.\n"
+    said = []
+    if encoders:
+        said.append(f"the encoder is a stand-in ({md('; '.join(encoders[:2]))})")
+    if steps:
+        said.append(f"each model trained {steps[0]}–{steps[-1]} optimizer steps" if len(steps) > 1
+                    else f"each model trained {steps[0]} optimizer steps")
+    if seeds:
+        said.append(f"with at most {seeds[-1]} seeds a row")
+    if sizes:
+        said.append(f"scored on {sizes[0]:,}–{sizes[-1]:,} test items a task" if len(sizes) > 1 else f"scored on {sizes[0]:,} test items a task")
+    return "*Limits:* " + ", ".join(said) + ": a verdict says what this run could tell apart, not what the papers' models do.\n"
 
 
-__all__ = ["answer"]
+def state_line(states) -> str:
+    """Which chapters completed, were interrupted, failed or did not run in this build."""
+    status = {s.chapter: chapter_status(s) for s in states}
+    groups = {kind: [c for c, v in status.items() if v == kind] for kind in STATUSES}
+    said = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in groups.items() if names)
+    return f"*This build:* {said}.\n" if said else ""
+
+
+__all__ = ["answer", "cell", "headline", "limits", "method_name", "state_line"]

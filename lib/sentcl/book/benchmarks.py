@@ -155,7 +155,22 @@ def _cqa_shuffle_caption(result: dict[str, Any]) -> str:
             f"questions, measured by `benchmarks/bsc_cqa_shuffle.py` on {result['machine']['cpu_model']} "
             f"({result['date'][:10]}): MAP (mean ± std over the seeds), each difference with its 95 % interval over "
             "seeds and test questions and its verdict, Holm-corrected within each run, the notebook's wall time and "
-            "the median wall time of one training run.")
+            "the median wall time of one training run." + _decided_by_steps(result))
+
+
+def _decided_by_steps(result: dict[str, Any]) -> str:
+    """What each recorded run decided, generated from the file: per number of steps, the claims that hold or are
+    contradicted, how many stay undetermined, and how far the trained models moved (the lowest cosine to the start)."""
+    said = []
+    for run in result["runs"]:
+        decided = [f"{c['left']} − {c['right']} {c['verdict']}" for c in run["claims"] if c["verdict"] in ("holds", "contradicted")]
+        undetermined = sum(c["verdict"] == "undetermined" for c in run["claims"])
+        cosines = [h["start_cosine"] for h in run["health"].values() if h.get("start_cosine") is not None]
+        moved = f"; every trained model ends at a cosine of {min(cosines):.3f} or more to its start" if cosines else ""
+        said.append(f"At {run['steps']} steps: " + ("; ".join(decided) if decided else "no claim decided")
+                    + f", {undetermined} undetermined{moved}.")
+        said[-1] = said[-1].replace(" zero-shot (ours)", " untouched")
+    return " " + " ".join(said) if said else ""
 
 
 def _ifcl_setting_caption(result: dict[str, Any]) -> str:

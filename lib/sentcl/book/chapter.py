@@ -269,13 +269,17 @@ class ChapterRun:
         record_not_run(self.out_dir, self.chapter, row, reason, tables=tables, run_id=self.run_id)
 
     def write_claims(self, own: Sequence[Claim] = (), *, paired: Mapping[frozenset, bool] | None = None,
-                     untestable: Mapping[str | tuple[str, str], str] | None = None) -> pd.DataFrame:
+                     untestable: Mapping[str | tuple[str, str], str] | None = None,
+                     headlines: Mapping[str, tuple[str, str]] | None = None) -> pd.DataFrame:
         """Test this run's claims and write ``<out>/claims/<chapter>.csv`` (:mod:`sentcl.book.claims`):
         every ordering of two rows the paper reports (on each table's headline columns) between rows this
         run recorded or said it did not run (a row recorded without per-item scores: not tested), and
         ``own`` claims of the chapter. ``paired``: pairs of rows whose seed k share data order and
         initialisation; ``untestable``: a table, or (table, column) -> why its values cannot tell rows
-        apart (a metric at its ceiling, means over folds with no per-item scores). Returns the claims."""
+        apart (a metric at its ceiling, means over folds with no per-item scores); ``headlines``: the claims the
+        introduction's answer reads, kind -> (the method's row, the other row) (:func:`sentcl.book.claims.mark_headlines`:
+        "baseline", the method against its paper's baseline; "untouched", against the untouched encoder).
+        Returns the claims."""
         evidence = load_evidence(self.out_dir, self.chapter, {self.run_id})
         compared = self.compare()
         done = compared[compared["status"] != "cited"]
@@ -284,6 +288,8 @@ class ChapterRun:
         why = dict(untestable or {})
         found = [replace(c, untestable=why.get((c.table, c.column), why.get(c.table, c.untestable))) for c in found]
         frame = claims.evaluate_claims(self.chapter, found, evidence)
+        if headlines:
+            frame = claims.mark_headlines(frame, headlines)
         claims.write_claims(self.out_dir, self.chapter, frame)
         return frame
 

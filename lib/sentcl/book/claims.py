@@ -59,7 +59,7 @@ VERDICTS = ("holds", "contradicted", "undetermined", "not tested")
 CLAIM_COLUMNS = (
     "chapter", "table", "claim", "left", "right", "column", "delta", "ci_low", "ci_high", "p", "p_holm",
     "verdict", "reason", "design", "seeds_left", "seeds_right", "paper_left", "paper_right", "source",
-    "paper_gap", "adj_low", "adj_high", "mde",
+    "paper_gap", "adj_low", "adj_high", "mde", "headline", "headline_row",
 )
 CLAIMS = "claims"
 
@@ -203,6 +203,27 @@ def _shared(claim: Claim, *rows) -> str:
             if shared else "")
 
 
+def mark_headlines(frame: pd.DataFrame, headlines: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """Mark a chapter's headline claims, the ones the introduction's answer reads (:mod:`sentcl.book.answer`):
+    ``headlines`` maps a kind ("baseline": the method against its paper's baseline; "untouched": against the
+    untouched encoder) to (the method's row, the other row); the first claim between those two rows, in either
+    order, gets ``headline`` = the kind and ``headline_row`` = the method's row. A pair no claim compares is an
+    error naming it (a headline that silently vanished would leave the answer's cell empty)."""
+    frame = frame.copy()
+    for column in ("headline", "headline_row"):
+        if column not in frame.columns:
+            frame[column] = None
+        frame[column] = frame[column].astype(object)
+    for kind, (method, other) in headlines.items():
+        found = frame.index[((frame["left"] == method) & (frame["right"] == other))
+                            | ((frame["left"] == other) & (frame["right"] == method))]
+        if not len(found):
+            raise ConfigError(f"headline {kind!r}: no claim compares {method!r} with {other!r} "
+                              f"(the claims compare {sorted(set(zip(frame['left'], frame['right'], strict=True)))[:8]} ...)")
+        frame.loc[found[0], ["headline", "headline_row"]] = [kind, method]
+    return frame
+
+
 def _find(evidence: Evidence, claim: Claim, row: str):
     """The evidence of ``row`` for ``claim``: a claim of ours may rest on the row recorded under another table
     (its own table is "our claims"); a paper's only on the row of the table it is about."""
@@ -239,8 +260,9 @@ def claims_path(out_dir: str | os.PathLike, chapter: str) -> Path:
 
 
 def write_claims(out_dir: str | os.PathLike, chapter: str, frame: pd.DataFrame) -> Path:
-    """Write a chapter's claims (:func:`evaluate_claims`) to ``<out>/claims/<chapter>.csv``, atomically."""
-    return atomic_write_text(claims_path(out_dir, chapter), frame[list(CLAIM_COLUMNS)].to_csv(index=False))
+    """Write a chapter's claims (:func:`evaluate_claims`) to ``<out>/claims/<chapter>.csv``, atomically (a column
+    the frame lacks, such as ``headline`` of a chapter that marks none, is written empty)."""
+    return atomic_write_text(claims_path(out_dir, chapter), frame.reindex(columns=list(CLAIM_COLUMNS)).to_csv(index=False))
 
 
 def read_claims(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame:
@@ -308,6 +330,7 @@ __all__ = [
     "counts_text",
     "detectable",
     "headline_columns",
+    "mark_headlines",
     "paper_orderings",
     "read_claims",
     "sentence",

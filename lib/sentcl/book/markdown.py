@@ -23,13 +23,14 @@ def md(text: Any) -> str:
     return html.escape(text, quote=False).replace("$", r"\$").replace("|", r"\|").replace("\n", " ").strip()
 
 
-def md_table(header: list[str], rows: list[list[str]], full_width: bool = False) -> str:
+def md_table(header: list[str], rows: list[list[str]], full_width: bool = False, css_class: str = "") -> str:
     """A markdown table in a box that scrolls sideways when the table is wider than the page
     (``sentcl-wide`` in ``book/_static/sentcl.css``); ``full_width`` (only on a page without
-    the contents panel, :data:`WIDE_PAGE`) lets it use the right margin too."""
+    the contents panel, :data:`WIDE_PAGE`) lets it use the right margin too; ``css_class`` names the
+    box for the stylesheet and the page tests (e.g. ``sentcl-findings``)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    classes = "full-width sentcl-wide" if full_width else "sentcl-wide"
+    classes = " ".join(c for c in ("full-width" if full_width else "", "sentcl-wide", css_class) if c)
     return f":::{{div}} {classes}\n\n" + "\n".join(lines) + "\n:::\n"
 
 

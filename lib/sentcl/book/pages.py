@@ -25,12 +25,16 @@ from . import claims, report
 from .chapter import CHAPTERS, OWN_CHAPTERS
 from .coverage import COVERAGE, read_coverage
 from .evidence import load_evidence
+from .findings import build_banner
 from .markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
 from .public import DATA_ROOT_LABEL, data_root_label, public_text
 from .records import RunRecord, read_run_records
 from .results import load_results
 
 GENERATED = Path("book") / "_generated"
+REHEARSAL = ("the paper profile's schedules, rows and tables on a tiny random stand-in encoder and capped data: it "
+             "tests whether every stage of the paper's schedule trains; its numbers and claims say nothing about the papers")
+"""The rehearsal note of the generated pages, written once (the hand-written one: ``book/_shared/rehearsal.md``)."""
 ORDERINGS_ON = "Average column, or on each column of a table without one"  # claims.headline_columns
 CLAIMS_RULE = (
     "each tested against the noise of its training seeds and test items together (a bootstrap over both), "
@@ -130,12 +134,17 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
 
 
 def announcement(states: list[ChapterState]) -> str | None:
-    """The banner on every page when chapters ran on the project's sample data, or in the rehearsal profile."""
+    """The banner on every page when chapters ran on the project's sample data, or in the rehearsal profile,
+    and when the build is partial (:func:`sentcl.book.findings.build_banner`)."""
+    said = [s for s in (_profile_banner(states), build_banner(states)) if s]
+    return " ".join(said) or None
+
+
+def _profile_banner(states: list[ChapterState]) -> str | None:
     on_samples = [s for s in states if s.ran and s.sample]
     rehearsed = [s.chapter for s in states if s.rehearsal]
     if rehearsed and not on_samples:
-        return (f"Rehearsal build ({', '.join(rehearsed)}): the paper profile's schedules on a tiny random stand-in "
-                "encoder and capped data. It tests whether every stage trains; its numbers say nothing about the papers.")
+        return f"Rehearsal build ({', '.join(rehearsed)}): {REHEARSAL}"
     if not on_samples:
         return None
     profiles = {s.record.profile for s in on_samples if s.record}
@@ -170,8 +179,7 @@ def chapter_results(state: ChapterState, known: dict[str, str] | None = None) ->
             "and no results were written.\n"
         )
     compared = _public_compared(state.compared, known)
-    if state.ran:
-        parts.append(claims_text(state))
+    if state.ran:  # the claims open the page (sentcl.book.findings); here, what they rest on
         parts.append(health_table(state))
     if state.coverage is not None:
         parts.append(coverage_text(state.coverage, known))
@@ -283,9 +291,7 @@ def _run_status(state: ChapterState, known: dict[str, str] | None = None) -> str
         )
     elif state.rehearsal:
         lines.append(
-            "**A rehearsal**: the paper profile's schedules, rows and tables on a tiny random stand-in encoder "
-            "and capped data. Its numbers say nothing about the paper, and neither do its claims; what it shows "
-            "is whether every stage of the paper's schedule trains (the \"did it train?\" table)."
+            f"**A rehearsal**: {REHEARSAL} (the \"did it train?\" table)."
         )
     elif state.miniature:
         profiles = ", ".join(state.profiles) or "this"

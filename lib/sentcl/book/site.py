@@ -18,7 +18,8 @@ that the Colab launch buttons point at the repository's notebooks:
   injected parameters as a collapsed note; local paths in its outputs and metadata are
   replaced, and its install cell installs from :func:`sentcl.book.install.book_source` (the
   notebook in ``notebooks/`` keeps its layout for Colab: parameters first);
-- ``book/_generated/``: per chapter ``<chapter>/results.md`` (run status, every paper
+- ``book/_generated/``: per chapter ``<chapter>/findings.md`` (what the chapter's claims found, which
+  the chapter page shows first: :mod:`sentcl.book.findings`), ``<chapter>/results.md`` (run status, every paper
   table beside ours, the run's figures; the chapter page includes it), the scorecard,
   the datasets appendix, the environment page, ``timings.md`` and ``install.md`` (the
   introduction includes them) and per chapter ``<chapter>/gpu_memory.md`` (the paper profile's
@@ -55,6 +56,7 @@ from ..errors import ConfigError, SentclError
 from . import benchmarks, gpu_memory, install
 from .answer import answer
 from .environment import environment_page, timings
+from .findings import findings_section
 from .pages import (
     GENERATED,
     announcement,
@@ -126,6 +128,7 @@ def stage(root: Path, out: Path) -> Path:
             for ext in ("png", "svg"):
                 if Path(fig[ext]).is_file():
                     shutil.copy2(fig[ext], target / f"{fig['name']}.{ext}")
+        (gen / state.chapter / "findings.md").write_text(findings_section(state), encoding="utf-8")
         (gen / state.chapter / "results.md").write_text(chapter_results(state, known), encoding="utf-8")
         (gen / state.chapter / "gpu_memory.md").write_text(gpu_memory.chapter_section(state.chapter), encoding="utf-8")
         (gen / state.chapter / "measured.md").write_text(benchmarks.chapter_section(state.chapter), encoding="utf-8")

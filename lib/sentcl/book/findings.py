@@ -1,0 +1,178 @@
+"""Findings first: what a chapter's claims say, as the first thing its page shows.
+
+A reader opens a chapter to learn what was found. :func:`findings_section` turns the chapter's claims
+file (:mod:`sentcl.book.claims`) into the fragment each chapter page includes right under its title
+(``book/_generated/<chapter>/findings.md``):
+
+- the build's state of the chapter (:func:`chapter_status`: complete, failed, interrupted, not run);
+- one table of every claim with a verdict (holds, contradicted, undetermined): the claim in words, the
+  paper's gap (for the paper's orderings), ours with its marginal 95 % interval, the verdict with the
+  multiplicity-adjusted interval it rests on, and the smallest gap the design could detect (at 80 %
+  power, after the chapter's correction); an undetermined claim whose paper gap is below that says so;
+- the claims not tested, folded: one line per table and reason ("Table 2: 83 claims — not run in the
+  demo: ..."), each of which opens to list its claims.
+
+:func:`build_banner` says, on every page, when a build is partial: which chapters ran, which were
+interrupted or failed, and which did not run.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from . import claims
+from .markdown import md, md_table, raw_html
+
+STATUSES = ("complete", "failed", "interrupted", "not run")
+"""A chapter's state in a build: its notebook finished (complete), raised (failed), stopped with no record of
+its end, or by an interrupt (interrupted), or never started in this output folder (not run)."""
+
+INTERRUPTS = ("KeyboardInterrupt", "SystemExit", "DeadKernelError", "CellTimeoutError")
+"""Errors of a notebook run that mean it was stopped from outside, not that the chapter's code failed."""
+
+ROW_REASONS = ("not run", "rests on", "has no")
+"""How :mod:`sentcl.book.claims` starts a reason about one row, after the row's name."""
+
+FINDINGS_CLASS = "sentcl-findings"
+"""The findings table's box (the stylesheet, and the browser test that finds it on the first screen)."""
+
+TESTED = ("holds", "contradicted", "undetermined")
+COLUMNS = ["claim", "paper's gap", "ours [95 % interval]", "verdict [adjusted interval]", "detectable gap"]
+
+
+def chapter_status(state: Any) -> str:
+    """One of :data:`STATUSES` for a :class:`sentcl.book.pages.ChapterState`: its last notebook run record
+    decides (ok: complete; an interrupt: interrupted; any other error: failed); without a record, an executed
+    notebook or results in the output folder mean a run that started and never wrote its end: interrupted."""
+    record = state.record
+    if record is not None:
+        if record.status == "ok":
+            return "complete"
+        return "interrupted" if any(name in (record.error or "") for name in INTERRUPTS) else "failed"
+    if state.executed is not None or state.ran:
+        return "interrupted"
+    return "not run"
+
+
+def build_banner(states: Sequence[Any]) -> str | None:
+    """The sentence every page of a partial build carries: which chapters completed, which were interrupted or
+    failed, and which did not run (None when every chapter with a notebook completed, or none ran)."""
+    status = {s.chapter: chapter_status(s) for s in states if s.has_notebook}
+    if all(v == "complete" for v in status.values()) or all(v == "not run" for v in status.values()):
+        return None  # a whole build, or none at all (the pages say "not run" everywhere)
+    groups = {kind: [c for c, v in status.items() if v == kind] for kind in STATUSES}
+    said = [f"{kind}: {', '.join(names)}" for kind, names in groups.items() if names]
+    return "Partial build (" + "; ".join(said) + "): a chapter that did not complete shows what it wrote, or nothing."
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _interval(low: Any, high: Any) -> str:
+    return f"[{low:+.2f}, {high:+.2f}]" if _number(low) and _number(high) else ""
+
+
+def _get(row: Mapping, column: str) -> Any:
+    value = row.get(column)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def paper_gap(row: Mapping) -> float | None:
+    """The paper's gap of a claim (left − right as the paper reports them), or None for a claim of ours."""
+    gap = _get(row, "paper_gap")
+    if _number(gap):
+        return float(gap)
+    left, right = _get(row, "paper_left"), _get(row, "paper_right")
+    return float(left - right) if _number(left) and _number(right) else None
+
+
+def finding_cells(row: Mapping) -> list[str]:
+    """The findings table's cells (:data:`COLUMNS`) for one tested claim."""
+    gap = paper_gap(row)
+    delta = _get(row, "delta")
+    ours = f"{delta:+.2f} {_interval(_get(row, 'ci_low'), _get(row, 'ci_high'))}".strip() if _number(delta) else "—"
+    adjusted = _interval(_get(row, "adj_low"), _get(row, "adj_high"))
+    verdict = f"**{row['verdict']}**" + (f" {adjusted}" if adjusted else "")
+    mde = _get(row, "mde")
+    detectable = f"{mde:.2f}" if _number(mde) else "—"
+    if row["verdict"] == "undetermined" and gap is not None and _number(mde) and abs(gap) < mde:
+        detectable += ": the paper's gap is smaller, this design cannot see it"
+    where = f"{row['table']}, {row['column']}"
+    return [f"{md(row['claim'])} ({md(where)})", "—" if gap is None else f"{gap:+.2f}", ours, verdict, md(detectable)]
+
+
+def reason_kind(row: Mapping) -> str:
+    """A not-tested claim's reason with its two rows' names and per-model details taken out, so that claims left
+    out for the same cause share one line: "BSC not run: data absent" and "MSE not run: data absent" both read
+    "not run: data absent"; "X rests on a model that did not train, X seed 0: barely moved ..." reads "rests on
+    a model that did not train" (the "did it train?" table gives the details)."""
+    names = [re.escape(str(n)) for n in sorted({str(row["left"]), str(row["right"])}, key=len, reverse=True)]
+    reason = str(_get(row, "reason") or "no reason recorded")
+    starts = f"(?:{'|'.join(names)}) (?={'|'.join(ROW_REASONS)})"
+    parts = []
+    for part in re.split(f"; (?={starts})", reason):
+        part = re.sub(f"^{starts}", "", part).strip()
+        if part.startswith("rests on a model"):
+            part = part.split(", ")[0]
+        parts.append(part)
+    return "; ".join(sorted(set(parts)))
+
+
+def not_tested_groups(frame: pd.DataFrame) -> list[tuple[str, str, list[str]]]:
+    """``(table, reason, [claims])`` for every claim not tested, one group per table and :func:`reason_kind`,
+    in the order the claims file lists them."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for row in frame[frame["verdict"] == "not tested"].to_dict("records"):
+        groups.setdefault((str(row["table"]), reason_kind(row)), []).append(f"{row['claim']} ({row['column']})")
+    return [(table, reason, found) for (table, reason), found in groups.items()]
+
+
+def _folded(groups: list[tuple[str, str, list[str]]]) -> str:
+    """The not-tested groups as one expandable line each (HTML details: a click lists the claims)."""
+    lines = []
+    for table, reason, found in groups:
+        items = "".join(f"<li>{html.escape(c)}</li>" for c in found)
+        summary = f"{table}: {len(found)} claim{'s' if len(found) != 1 else ''} not tested — {reason}"
+        lines.append(f"<details class=\"sentcl-folded\"><summary>{html.escape(md(summary), quote=False)}</summary>"
+                     f"<ul>{items}</ul></details>")
+    return raw_html("\n".join(lines))
+
+
+def findings_section(state: Any) -> str:
+    """The fragment a chapter page opens with (module doc)."""
+    status = chapter_status(state)
+    frame = state.claims
+    profile = ", ".join(state.profiles) or "no"
+    if status == "not run":
+        return ("**Not run in this build**: this output folder has no run of the chapter, so nothing below is a "
+                "finding; the tables show the paper's values only.\n")
+    head = {"complete": f"In the {profile} profile", "failed": f"This chapter's run **failed** ({profile} profile); before it stopped",
+            "interrupted": f"This chapter's run was **interrupted** ({profile} profile); before it stopped"}[status]
+    if frame.empty:
+        return head + " it wrote no claims file (`claims/<chapter>.csv`), so nothing here is a verdict.\n"
+    tested = frame[frame["verdict"].isin(TESTED)]
+    order = {v: i for i, v in enumerate(TESTED)}
+    tested = tested.assign(_order=tested["verdict"].map(order)).sort_values("_order", kind="stable")
+    parts = [f"{head}: **{claims.counts_text(frame)}**. *Ours*: left − right with its 95 % interval over training seeds "
+             "and test items; the verdict rests on the interval adjusted for the chapter's number of claims (Holm); the "
+             "*detectable gap* is the smallest this design finds with 80 % power.\n"]
+    if len(tested):
+        parts.append(md_table(COLUMNS, [finding_cells(r) for r in tested.to_dict("records")], css_class=FINDINGS_CLASS))
+    else:
+        parts.append("No claim could be tested in this run.\n")
+    groups = not_tested_groups(frame)
+    if groups:
+        parts.append(f"{sum(len(g[2]) for g in groups)} claims not tested, by table and reason (click a line to list them):\n")
+        parts.append(_folded(groups))
+    return "\n".join(parts)
+
+
+__all__ = ["COLUMNS", "STATUSES", "build_banner", "chapter_status", "finding_cells", "findings_section",
+           "not_tested_groups", "paper_gap", "reason_kind"]

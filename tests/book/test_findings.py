@@ -1,0 +1,139 @@
+"""Findings first (sentcl.book.findings) and the introduction's answer table (sentcl.book.answer): generated from
+the claims files, every tested claim shown with its intervals, the untested folded per table and reason, the
+build's state said when it is partial."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from sentcl.book.answer import answer, cell
+from sentcl.book.claims import CLAIM_COLUMNS, mark_headlines
+from sentcl.book.findings import (
+    build_banner,
+    chapter_status,
+    finding_cells,
+    findings_section,
+    not_tested_groups,
+    reason_kind,
+)
+
+
+def claim(left, right, verdict, *, table="Table 1", column="Average", delta=math.nan, low=math.nan, high=math.nan,
+          reason="", **extra):
+    row = dict.fromkeys(CLAIM_COLUMNS) | {"chapter": "x", "table": table, "claim": f"{left} above {right}", "left": left,
+                                          "right": right, "column": column, "delta": delta, "ci_low": low, "ci_high": high,
+                                          "verdict": verdict, "reason": reason, "source": "paper"}
+    return row | extra
+
+
+def state(frame, *, status="ok", error=None, chapter="bsc", title="BSC: batch-softmax", profiles=("demo",), executed=None):
+    record = None if status is None else SimpleNamespace(status=status, error=error, profile=profiles[0])
+    return SimpleNamespace(chapter=chapter, title=title, claims=frame, record=record, has_notebook=True,
+                           executed=executed, ran=record is not None or executed is not None, profiles=list(profiles),
+                           sample=False, evidence={}, compared=pd.DataFrame({"note": [], "column": [], "row": [], "value": []}))
+
+
+def test_a_tested_claim_shows_the_papers_gap_ours_with_both_intervals_and_the_detectable_gap():
+    row = claim("BSC", "MSE", "undetermined", delta=0.4, low=-0.2, high=1.0, paper_left=80.0, paper_right=79.5,
+                adj_low=-0.5, adj_high=1.3, mde=1.1)
+    cells = finding_cells(row)
+    assert cells[1] == "+0.50"  # the paper's gap
+    assert cells[2] == "+0.40 [-0.20, +1.00]"
+    assert cells[3] == "**undetermined** [-0.50, +1.30]"
+    assert cells[4].startswith("1.10") and "cannot see it" in cells[4]  # the paper's 0.5 is below the 1.1 it could see
+    bigger = finding_cells(row | {"paper_left": 82.0})
+    assert "cannot see" not in bigger[4]  # a paper gap of 2.0 the design could have detected
+
+
+def test_the_verdict_cell_shows_the_adjusted_interval_it_rests_on():
+    """A marginal interval that excludes 0 beside "undetermined": the adjusted one, shown with the verdict, does not."""
+    row = claim("A", "B", "undetermined", delta=-0.30, low=-0.55, high=-0.04, adj_low=-0.71, adj_high=0.11, mde=0.6)
+    assert finding_cells(row)[3] == "**undetermined** [-0.71, +0.11]"
+
+
+def test_not_tested_claims_fold_one_line_per_table_and_reason_whatever_their_rows():
+    frame = pd.DataFrame([
+        claim("BSC", "MSE", "not tested", table="Table 2", reason="BSC not run: CQA-A: data absent (cqa/train.xml)"),
+        claim("MSE", "Triplet", "not tested", table="Table 2",
+              reason="MSE not run: CQA-A: data absent (cqa/train.xml); Triplet not run: CQA-A: data absent (cqa/train.xml)"),
+        claim("BSC", "Triplet", "not tested", table="Table 2",
+              reason="BSC rests on a model that did not train, BSC seed 0: barely moved; BSC seed 1: barely moved"),
+        claim("BSC", "MSE", "not tested", table="Table 3", reason="BSC not run: CQA-A: data absent (cqa/train.xml)"),
+        claim("BSC", "MSE", "holds", table="Table 5", delta=1.0, low=0.5, high=1.5),
+    ])
+    groups = not_tested_groups(frame)
+    assert [(t, r, len(c)) for t, r, c in groups] == [
+        ("Table 2", "not run: CQA-A: data absent (cqa/train.xml)", 2),
+        ("Table 2", "rests on a model that did not train", 1),
+        ("Table 3", "not run: CQA-A: data absent (cqa/train.xml)", 1),
+    ]
+    assert reason_kind(claim("A", "B", "not tested", reason="B not run: x; A not run: y")) == "not run: x; not run: y"
+
+
+def test_the_findings_section_lists_every_verdict_and_folds_the_rest():
+    frame = pd.DataFrame([
+        claim("BSC", "MSE", "undetermined", delta=0.1, low=-0.3, high=0.5),
+        claim("MSE", "BSC", "holds", table="Table 5", delta=1.9, low=0.7, high=3.4),
+        *[claim(f"R{i}", "MSE", "not tested", table="Table 2", reason=f"R{i} not run: data absent") for i in range(83)],
+    ])
+    text = findings_section(state(frame))
+    assert text.startswith("In the demo profile: **1 hold, 0 contradicted, 1 undetermined, 83 not tested**")
+    assert text.index("MSE above BSC") < text.index("BSC above MSE")  # what holds comes first
+    assert "Table 2: 83 claims not tested — not run: data absent" in text
+    assert text.count("<details") == 1 and text.count("<li>") == 83
+
+
+@pytest.mark.parametrize(("record", "error", "executed", "expected"), [
+    ("ok", None, None, "complete"),
+    ("failed", "ValueError: bad", None, "failed"),
+    ("failed", "DeadKernelError: Kernel died", None, "interrupted"),
+    (None, None, "notebooks/rcl.ipynb", "interrupted"),  # an executed notebook, no record of its end
+    (None, None, None, "not run"),
+])
+def test_a_chapters_status_tells_interrupted_from_failed_and_not_run(record, error, executed, expected):
+    assert chapter_status(state(pd.DataFrame(), status=record, error=error, executed=executed)) == expected
+
+
+def test_a_partial_build_says_which_chapters_completed_were_interrupted_and_did_not_run():
+    states = [state(pd.DataFrame(), chapter="mnrl_sbert"), state(pd.DataFrame(), chapter="bsc"),
+              state(pd.DataFrame(), status=None, executed="x", chapter="rcl"),
+              state(pd.DataFrame(), status=None, chapter="ifcl")]
+    assert build_banner(states) == ("Partial build (complete: mnrl_sbert, bsc; interrupted: rcl; not run: ifcl): a "
+                                    "chapter that did not complete shows what it wrote, or nothing.")
+    assert build_banner(states[:2]) is None
+    assert "This chapter's run was **interrupted**" in findings_section(states[2])
+
+
+def test_headlines_are_marked_on_their_claim_in_either_order_and_a_missing_one_is_an_error():
+    from sentcl.errors import ConfigError
+
+    frame = pd.DataFrame([claim("MSE", "BSC", "holds"), claim("BSC", "zero-shot", "undetermined")])
+    marked = mark_headlines(frame, {"baseline": ("BSC", "MSE"), "untouched": ("BSC", "zero-shot")})
+    assert marked["headline"].tolist() == ["baseline", "untouched"] and marked["headline_row"].tolist() == ["BSC", "BSC"]
+    with pytest.raises(ConfigError, match="no claim compares 'BSC' with 'SimCSE'"):
+        mark_headlines(frame, {"baseline": ("BSC", "SimCSE")})
+
+
+def test_an_answer_cell_is_oriented_method_minus_the_other():
+    """The paper says MSE above BSC and it holds: for BSC against MSE the cell says worse, with the negated interval."""
+    said = pd.Series(claim("MSE", "BSC", "holds", delta=1.92, low=0.74, high=3.36))
+    assert cell(said, "BSC") == "vs MSE: **worse** -1.92 [-3.36, -0.74]"
+    assert cell(said, "MSE") == "vs BSC: **better** +1.92 [+0.74, +3.36]"
+    assert cell(pd.Series(claim("A", "B", "not tested", reason="B not run: absent")), "A") == "vs B: *not tested* (not run: absent)"
+
+
+def test_the_answer_reads_every_chapters_headlines_also_without_geometry():
+    bsc = mark_headlines(pd.DataFrame([claim("MSE", "BSC", "holds", delta=1.9, low=0.7, high=3.4),
+                                       claim("BSC", "zero-shot", "undetermined", delta=0.2, low=-0.3, high=0.6)]),
+                         {"baseline": ("BSC", "MSE"), "untouched": ("BSC", "zero-shot")})
+    states = [state(bsc), state(pd.DataFrame(), status=None, executed="x", chapter="rcl", title="RCL: regularized"),
+              state(pd.DataFrame(), status=None, chapter="geometry", title="Geometry: ours")]
+    text = answer(states)
+    assert "| [BSC](bsc.md) | vs MSE: **worse** -1.90 [-3.40, -0.70] | vs zero-shot: **undetermined** +0.20 [-0.30, +0.60] |" in text
+    assert "[RCL](rcl.md) (interrupted) | interrupted before its claims" in text
+    assert "*This build:* complete: bsc; interrupted: rcl; not run: geometry." in text
+    assert "not run in this build" in text  # the equal-budget column, geometry absent
