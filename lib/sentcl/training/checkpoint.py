@@ -352,11 +352,12 @@ def best_dir(output_dir: str | os.PathLike, step: int) -> Path:
     return Path(output_dir) / "best" / f"step-{step:08d}"
 
 
-def save_best(output_dir: str | os.PathLike, step: int, model_state: dict[str, Any], evaluation: dict[str, Any]) -> None:
-    """Keep ``model_state``, the weights at ``step``, the new best ``evaluation``'s."""
+def save_best(output_dir: str | os.PathLike, step: int, model_state: dict[str, Any], evaluation: dict[str, Any]) -> Path:
+    """Keep ``model_state``, the weights at ``step``, the new best ``evaluation``'s; returns their folder."""
     with atomic_directory(best_dir(output_dir, step)) as tmp:
         save_state(tmp, {"model": model_state})
         atomic_write_json(tmp / "best.json", evaluation)
+    return best_dir(output_dir, step)
 
 
 def load_best(output_dir: str | os.PathLike, step: int) -> dict[str, Any]:
@@ -364,12 +365,12 @@ def load_best(output_dir: str | os.PathLike, step: int) -> dict[str, Any]:
     return load_state(best_dir(output_dir, step))["model"]
 
 
-def prune_best(output_dir: str | os.PathLike, best_step: int | None) -> None:
-    """Remove best weights other than those of ``best_step`` (call it once a checkpoint names it: an
-    older checkpoint may still name an older best)."""
-    keep = best_dir(output_dir, best_step) if best_step is not None else None
+def prune_best(output_dir: str | os.PathLike, *best_steps: int | None) -> None:
+    """Remove best weights other than those of ``best_steps`` (None: none): the best so far, and the one the
+    newest checkpoint names until a checkpoint names the newer (a resumed run starts from that checkpoint)."""
+    keep = {best_dir(output_dir, step) for step in best_steps if step is not None}
     for folder in sorted((Path(output_dir) / "best").glob("step-*")):
-        if folder != keep:
+        if folder not in keep:
             shutil.rmtree(folder, ignore_errors=True)
 
 
