@@ -30,8 +30,8 @@ from sentcl.training import (
     SequentialBatchSampler,
     Trainer,
     TrainingConfig,
+    checkpoint,
 )
-from sentcl.training import checkpoint
 from sentcl.training.checkpoint import load_state
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
