@@ -65,6 +65,7 @@ from sentcl.training.distributed import Processes
 from sentcl.training.gradcache import backward_through_chunks, chunk_features, embed_without_graph
 from sentcl.training.health import mean_cosine, probe_sentences, training_health
 from sentcl.training.optim import UncorrectedAdam
+from sentcl.training.prefetch import BatchInputs, Features, to_device
 from sentcl.training.samplers import BatchSampler, RandomBatchSampler
 
 BATCH_EXTRAS = ("ids",)
@@ -199,6 +200,7 @@ class Trainer:
         self._checkpoint_clock = 0.0  # time.perf_counter() at the last checkpoint (or the start of this call)
         self._checkpointed_best: int | None = None  # the best step the newest checkpoint names
         self._trained = False
+        self._inputs = BatchInputs(self._host_features, self.procs.device)
 
     # ------------------------------------------------------------------ identity
 
@@ -277,9 +279,12 @@ class Trainer:
             },
         )
 
-    def _gradients(self, batches: Sequence[Sequence[int] | np.ndarray]) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+    def _gradients(
+        self, batches: Sequence[Sequence[int] | np.ndarray], ahead: Sequence[np.ndarray] = ()
+    ) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
         """:meth:`step_gradients`, without reading the losses: per batch its loss and the loss's terms
-        (:attr:`sentcl.losses.SentclLoss.term_tensors`), detached, on the device."""
+        (:attr:`sentcl.losses.SentclLoss.term_tensors`), detached, on the device; the batches ``ahead``
+        are tokenised meanwhile (:class:`~sentcl.training.prefetch.BatchInputs`)."""
         if self._groups is None:
             self._setup_processes()
         self.model.train()
@@ -287,8 +292,11 @@ class Trainer:
         for p in self._params:
             p.grad = None
         losses = []
-        for rows in batches:
-            value = self._backward(np.asarray(rows, dtype=np.int64), 1.0 / len(batches))
+        for k, rows in enumerate(batches):
+            features = self._inputs.take(np.asarray(rows, dtype=np.int64))
+            if k == 0:
+                self._inputs.ahead(ahead)
+            value = self._backward(np.asarray(rows, dtype=np.int64), features, 1.0 / len(batches))
             losses.append((value, dict(getattr(self.loss, "term_tensors", {}))))
         self._reduce_gradients()
         return losses
@@ -325,6 +333,7 @@ class Trainer:
     def _setup_processes(self) -> None:
         """Join the process group (if launched by torchrun/accelerate) and check the loss can run there."""
         self.procs = distributed.setup(self.model.device)
+        self._inputs.device = self.procs.device
         if self.procs.distributed:
             self.model.to(self.procs.device)
             self.loss.to(self.procs.device)
@@ -448,6 +457,7 @@ class Trainer:
         rows_total, rows_window, window_start = 0, 0, time.perf_counter()
         self._checkpoint_clock = window_start
         read_every_step = any(cb.reads_step_loss for cb in self.callbacks)
+        self._inputs.start()
         try:
             while not st.done:
                 if self._plan is None:
@@ -456,8 +466,11 @@ class Trainer:
                 plan = self._plan
                 epoch_steps = cfg.optimizer_steps(len(plan))
                 while st.batches_done < len(plan) and not st.done:
-                    group = plan[st.batches_done : st.batches_done + cfg.gradient_accumulation_steps]
-                    self._unread.append(self._optimizer_step(group))
+                    accumulate = cfg.gradient_accumulation_steps
+                    group = plan[st.batches_done : st.batches_done + accumulate]
+                    self._inputs.ahead(group)
+                    self._unread.append(self._optimizer_step(group, ahead=plan[st.batches_done + accumulate :][:accumulate]))
+                    self._inputs.settle()  # the tokenizer is free for evaluations, callbacks and samplers
                     rows = sum(len(b) for b in group)
                     rows_total, rows_window = rows_total + rows, rows_window + rows
                     st.batches_done += len(group)
@@ -497,6 +510,7 @@ class Trainer:
                         self._save_checkpoint()
                     bar.update(1)
         finally:
+            self._inputs.close()
             bar.close()
         return rows_total
 
@@ -512,9 +526,12 @@ class Trainer:
                 st.terms_sum_since_log[term] = st.terms_sum_since_log.get(term, 0.0) + term_value
         self._unread = []
 
-    def _optimizer_step(self, group: list[np.ndarray]) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
-        """One optimizer step over ``group`` (the accumulated batches); returns their losses, unread (:meth:`_gradients`)."""
-        losses = self._gradients(group)
+    def _optimizer_step(
+        self, group: list[np.ndarray], ahead: Sequence[np.ndarray] = ()
+    ) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+        """One optimizer step over ``group`` (the accumulated batches), tokenising the batches ``ahead`` (the next
+        step's) meanwhile; returns their losses, unread (:meth:`_gradients`)."""
+        losses = self._gradients(group, ahead)
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         if self.config.max_grad_norm is not None:
@@ -538,16 +555,15 @@ class Trainer:
         distributed.all_reduce_gradients(self._model_params, self.procs, average=False)
         distributed.all_reduce_gradients(self._loss_params, self.procs, average=True)
 
-    def _backward(self, rows: np.ndarray, weight: float) -> torch.Tensor:
-        """Loss of one batch and its gradients (times ``weight``); returns the batch's loss (detached, unread)."""
+    def _backward(self, rows: np.ndarray, features: Features, weight: float) -> torch.Tensor:
+        """Loss of the batch ``rows`` (this process's share of its columns tokenised on the device: ``features``)
+        and its gradients (times ``weight``); returns the batch's loss (detached, unread)."""
         device, chunk = self.procs.device, self.config.gradient_cache_chunk
         labels = None
         if self.data.labels is not None:
-            labels = torch.as_tensor(self.data.labels[rows], device=device)
-        extras = {"ids": torch.as_tensor(self.data.ids[rows], device=device)}
-        extras = {name: extras[name] for name in self.extras}
+            labels = to_device(np.asarray(self.data.labels[rows]), device)
+        extras = {name: to_device(np.asarray(self.data.ids[rows]), device) for name in self.extras}  # "ids", the one extra
         local = distributed.shard(rows, self.procs)
-        features = [self._tokenize(texts) for texts in self.data.batch_texts(local)] if len(local) else []
         with self._autocast():
             if not (self.procs.distributed or chunk):
                 value = self.loss(features, labels, **extras)
@@ -576,9 +592,10 @@ class Trainer:
                     backward_through_chunks(self.model, chunks, states, leaf.grad)
         return value.detach()
 
-    def _tokenize(self, texts: list[str]) -> dict[str, Any]:
-        features = self.model.preprocess(texts)
-        return {k: v.to(self.procs.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+    def _host_features(self, rows: np.ndarray) -> Features:
+        """This process's share of the batch ``rows``, each column tokenised by the model, on the host."""
+        local = distributed.shard(rows, self.procs)
+        return [self.model.preprocess(texts) for texts in self.data.batch_texts(local)] if len(local) else []
 
     def _autocast(self):
         return autocast(self.precision, self.procs.device)
