@@ -67,6 +67,7 @@ def _update_one(p: torch.Tensor, state: dict, group: dict) -> None:
     beta1, beta2 = group["betas"]
     lr, eps, decay = group["lr"], group["eps"], group["weight_decay"]
     grad = p.grad
+    assert grad is not None  # step() passes only parameters with a gradient
     state["step"] += 1
     if decay and group["adamw"]:
         p.mul_(1.0 - lr * decay)
@@ -82,12 +83,12 @@ def _update_foreach(params: list[torch.Tensor], states: list[dict], group: dict)
     """The update of parameters of one device and dtype, each line of the module doc one multi-tensor call."""
     beta1, beta2 = group["betas"]
     lr, eps, decay = group["lr"], group["eps"], group["weight_decay"]
-    grads = [p.grad for p in params]
+    grads = [p.grad for p in params if p.grad is not None]  # step() passes only parameters with a gradient
     torch._foreach_add_([s["step"] for s in states], 1)
     if decay and group["adamw"]:
         torch._foreach_mul_(params, 1.0 - lr * decay)
     elif decay:
-        grads = torch._foreach_add(grads, params, alpha=decay)
+        grads = list(torch._foreach_add(grads, params, alpha=decay))
     m, v = [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]
     torch._foreach_lerp_(m, grads, 1.0 - beta1)
     torch._foreach_mul_(v, beta2)
