@@ -131,35 +131,46 @@ def timed(args, device: str) -> dict:
     return out
 
 
-def syncs(args) -> dict:
-    from sentcl.training.dispatch import DispatchCounter
+class SyncWindow:
+    """Counts operations and syncs (:class:`~sentcl.training.dispatch.DispatchCounter`, and on a GPU CUDA's sync
+    warnings) between the steps where :meth:`start` and :meth:`stop` run."""
 
+    def __init__(self, cuda: bool) -> None:
+        from sentcl.training.dispatch import DispatchCounter
+
+        self.cuda, self.counter, self.marks = cuda, DispatchCounter(), {}
+        self.catcher = warnings.catch_warnings(record=True)
+        self.caught: list = []
+
+    def start(self, trainer) -> None:
+        self.caught = self.catcher.__enter__() or []
+        warnings.simplefilter("always")
+        if self.cuda:
+            torch.cuda.set_sync_debug_mode("warn")
+        self.counter.__enter__()
+        self.marks["start"] = self.counter.snapshot()
+
+    def stop(self, trainer) -> None:
+        self.marks["stop"] = self.counter.snapshot()
+        self.counter.__exit__(None, None, None)
+        if self.cuda:
+            torch.cuda.set_sync_debug_mode("default")
+        self.catcher.__exit__(None, None, None)
+
+    def per_step(self, steps: int) -> dict:
+        cuda_syncs = [str(w.message).splitlines()[0] for w in self.caught if "synchroniz" in str(w.message)]
+        return {"ops_per_step": (self.marks["stop"][0] - self.marks["start"][0]) / steps,
+                "syncs_per_step": (self.marks["stop"][1] - self.marks["start"][1]) / steps,
+                "cuda_sync_warnings_per_step": len(cuda_syncs) / steps, "cuda_sync_kinds": sorted(set(cuda_syncs)),
+                "syncs_where": {k: v / steps for k, v in self.counter.where.items()}}
+
+
+def syncs(args) -> dict:
     out = {}
     for config in ("BSC bf16, AdamW fused", "BSC bf16, UncorrectedAdam foreach"):
-        counter, marks, caught = DispatchCounter(), {}, []
-        catcher = warnings.catch_warnings(record=True)
-
-        def start(trainer, counter=counter, catcher=catcher):
-            caught.append(catcher.__enter__())
-            warnings.simplefilter("always")
-            if args.device == "cuda":
-                torch.cuda.set_sync_debug_mode("warn")
-            counter.__enter__()
-            marks["start"] = counter.snapshot()
-
-        def stop(trainer, counter=counter, catcher=catcher):
-            marks["stop"] = counter.snapshot()
-            counter.__exit__(None, None, None)
-            if args.device == "cuda":
-                torch.cuda.set_sync_debug_mode("default")
-            catcher.__exit__(None, None, None)
-
-        train(args, config, 14, 10**9, hooks={3: start, 13: stop})
-        cuda_syncs = [str(w.message).splitlines()[0] for w in caught[0] if "synchroniz" in str(w.message)] if caught else []
-        out[config] = {"ops_per_step": (marks["stop"][0] - marks["start"][0]) / 10,
-                       "syncs_per_step": (marks["stop"][1] - marks["start"][1]) / 10,
-                       "cuda_sync_warnings_per_step": len(cuda_syncs) / 10, "cuda_sync_kinds": sorted(set(cuda_syncs)),
-                       "syncs_where": {k: v / 10 for k, v in counter.where.items()}}
+        window = SyncWindow(args.device == "cuda")
+        train(args, config, 14, 10**9, hooks={3: window.start, 13: window.stop})
+        out[config] = window.per_step(10)
         print(config, {k: v for k, v in out[config].items() if k != "syncs_where"}, flush=True)
     return out
 
