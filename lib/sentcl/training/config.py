@@ -15,6 +15,9 @@ from sentcl.precision import PRECISIONS
 OPTIMIZERS = ("adamw", "adam")
 SCHEDULERS = ("linear", "constant_with_warmup", "constant")
 TRAINING_PRECISIONS = PRECISIONS
+OPT_IN = ("compile", "tf32")
+"""Options off by default that move the numerics slightly for speed: in a run's key only when on (so that the
+keys of runs made before they existed stay the same)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,11 @@ class TrainingConfig:
         ``"fp32"``, ``"bf16"`` (autocast), ``"fp16"`` (autocast with a gradient scaler) or ``"auto"``
         (fp32 on a CPU, bf16 or fp16 on a GPU: :func:`sentcl.precision.resolve_precision`); the trainer
         resolves it on its device, and the resolved precision is part of the run's key.
+
+    Opt-in speed (off by default: each moves the numerics slightly)
+        ``compile`` compiles the encoder with ``torch.compile`` (:func:`sentcl.models.compile_encoder`);
+        ``tf32`` lets fp32 runs on a GPU multiply in TF32 (:func:`sentcl.precision.tf32`). Part of the
+        run's key when on.
 
     Evaluation, model selection, early stopping
         Evaluate every ``eval_fraction`` of an epoch (0.1: at 10 %, 20 %, … 100 %) or every
@@ -87,12 +95,17 @@ class TrainingConfig:
     checkpoint_minutes: float | None = 10.0
     keep_checkpoints: int = 1
     log_steps: int = 10
+    compile: bool = False
+    tf32: bool = False
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "gradient_accumulation_steps", "keep_checkpoints", "log_steps"):
             check_positive_int(name, getattr(self, name))
         for name in ("max_steps", "gradient_cache_chunk", "eval_steps", "checkpoint_steps", "early_stopping_patience"):
             check_positive_int(name, getattr(self, name), optional=True)
+        for name in OPT_IN:
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ConfigError(f"seed must be an integer, got {self.seed!r}")
         for name in ("learning_rate", "adam_epsilon"):

@@ -54,13 +54,13 @@ from sentcl.embeddings import encode as encode_texts
 from sentcl.errors import ConfigError
 from sentcl.hashing import stable_hash
 from sentcl.io import atomic_directory, atomic_path
-from sentcl.models import fingerprint
-from sentcl.precision import autocast, note_use, resolve_precision
+from sentcl.models import compile_encoder, fingerprint
+from sentcl.precision import autocast, note_use, resolve_precision, tf32
 from sentcl.progress import progress_bar
 from sentcl.training import checkpoint, distributed
 from sentcl.training.callbacks import Callback
 from sentcl.training.checkpoint import TrainerState
-from sentcl.training.config import TrainingConfig
+from sentcl.training.config import OPT_IN, TrainingConfig
 from sentcl.training.distributed import Processes
 from sentcl.training.gradcache import backward_through_chunks, chunk_features, embed_without_graph
 from sentcl.training.health import mean_cosine, probe_sentences, training_health
@@ -210,7 +210,8 @@ class Trainer:
         if self._initial_fingerprint is None:
             self._initial_fingerprint = fingerprint(self.model)
         get_config = getattr(self.loss, "get_config_dict", None)
-        config = {k: v for k, v in self.config.to_dict().items() if k not in _RESULT_ONLY}
+        config = {k: v for k, v in self.config.to_dict().items()
+                  if k not in _RESULT_ONLY and not (k in OPT_IN and v is False)}
         return {
             "config": config | {"precision": self.precision},
             "loss": {
@@ -260,9 +261,12 @@ class Trainer:
         if self._trained:
             raise ConfigError("this Trainer has trained its model already: build a new Trainer (and model) for another run")
         started = time.perf_counter()
-        resumed_from = self._prepare(run_key)
-        rows = self._loop()
-        health = self._finish()
+        if self.config.compile:
+            compile_encoder(self.model)
+        with tf32(self.config.tf32, self.precision, self.procs.device):
+            resumed_from = self._prepare(run_key)
+            rows = self._loop()
+            health = self._finish()
         self._trained = True
         seconds = time.perf_counter() - started
         note_use("training runs", self.precision, self.procs.device)
