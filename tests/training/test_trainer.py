@@ -263,6 +263,7 @@ def test_checkpoints_on_their_own_cadence_never_per_evaluation_and_the_run_says_
     assert result.global_step == 15 and result.best_step == 15
     written = result.run["checkpoints"]
     assert written["count"] == 1 and written["bytes"] > 100_000 and written["seconds"] > 0  # the end's
+    assert written["background_seconds"] > 0  # the files written off the loop
     best = result.run["best_weights"]
     assert best["count"] == 15 and written["bytes"] > best["bytes"] / 15 > 0  # weights only, without Adam's moments
 

@@ -198,7 +198,9 @@ class Trainer:
         device: read in one transfer where the loop needs them (:meth:`_read_losses`), not after every step."""
         self._writes = {"checkpoints": _Written(), "best_weights": _Written()}
         self._checkpoint_clock = 0.0  # time.perf_counter() at the last checkpoint (or the start of this call)
-        self._checkpointed_best: int | None = None  # the best step the newest checkpoint names
+        self._checkpointed_best: int | None = None  # the best step the newest checkpoint on disk names
+        self._writer = checkpoint.CheckpointWriter()  # checkpoints written off the loop
+        self._writing_best: tuple[int | None, ...] = ()  # the best step the checkpoint being written names
         self._trained = False
         self._inputs = BatchInputs(self._host_features, self.procs.device)
 
@@ -264,9 +266,13 @@ class Trainer:
         if self.config.compile:
             compile_encoder(self.model)
         with tf32(self.config.tf32, self.precision, self.procs.device):
-            resumed_from = self._prepare(run_key)
-            rows = self._loop()
-            health = self._finish()
+            try:
+                resumed_from = self._prepare(run_key)
+                rows = self._loop()
+                health = self._finish()
+            finally:  # a checkpoint being written is finished and counted before this returns, even on an error
+                with contextlib.suppress(Exception):
+                    self._checkpoint_written()
         self._trained = True
         seconds = time.perf_counter() - started
         note_use("training runs", self.precision, self.procs.device)
@@ -645,7 +651,7 @@ class Trainer:
                     with self._writes["best_weights"].timed() as written:
                         written.add(checkpoint.save_best(self.output_dir, st.global_step, self.model.state_dict(), entry))
                     # the best weights the newest checkpoint names stay until a newer checkpoint names these
-                    checkpoint.prune_best(self.output_dir, st.best_step, self._checkpointed_best)
+                    checkpoint.prune_best(self.output_dir, st.best_step, self._checkpointed_best, *self._writing_best)
             elif cfg.due_to_stop(st.global_step, st.best_step):
                 st.stopped_early = True
         for cb in self.callbacks:
@@ -669,16 +675,28 @@ class Trainer:
                 "callbacks": {cb.name: cb.state_dict() for cb in self.callbacks},
                 "rng": rngs,
             }
-            with self._writes["checkpoints"].timed() as written:
-                written.add(checkpoint.save_checkpoint(self.output_dir, self.state, parts, keep=self.config.keep_checkpoints))
-            self._checkpointed_best = self.state.best_step
-            checkpoint.prune_best(self.output_dir, self.state.best_step)
+            with self._writes["checkpoints"].timed():  # the loop waits: the previous write, the copy to host memory
+                self._checkpoint_written()
+                self._writer.save(self.output_dir, self.state, parts, keep=self.config.keep_checkpoints)
+                self._writing_best = (self.state.best_step,)
         distributed.barrier(self.procs)
         self._checkpoint_clock = time.perf_counter()
+
+    def _checkpoint_written(self) -> None:
+        """Wait for the checkpoint being written (raising its error), count it, and remove the best weights that
+        no checkpoint on disk names any more."""
+        self._writer.wait()
+        for folder, seconds in self._writer.written:
+            self._writes["checkpoints"].add(folder, background_seconds=seconds)
+        self._writer.written.clear()
+        if self._writing_best:
+            self._checkpointed_best, self._writing_best = self._writing_best[0], ()
+            checkpoint.prune_best(self.output_dir, self.state.best_step, self._checkpointed_best)
 
     def _finish(self) -> dict[str, Any] | None:
         """Write the run's model and its finished state with its health (returned; None off the main process)."""
         st = self.state
+        self._checkpoint_written()
         if st.best_step is not None:
             self.model.load_state_dict(checkpoint.load_best(self.output_dir, st.best_step))
         distributed.barrier(self.procs)
@@ -723,7 +741,7 @@ class _Written:
     """How many files of one kind (checkpoints, best weights) a run wrote, their bytes and seconds."""
 
     def __init__(self) -> None:
-        self.count, self.bytes, self.seconds = 0, 0, 0.0
+        self.count, self.bytes, self.seconds, self.background_seconds = 0, 0, 0.0, 0.0
 
     @contextlib.contextmanager
     def timed(self) -> Iterator[_Written]:
@@ -733,13 +751,16 @@ class _Written:
         finally:
             self.seconds += time.perf_counter() - started
 
-    def add(self, folder: Path) -> None:
-        """Count the folder just written, and its files' bytes."""
+    def add(self, folder: Path, background_seconds: float = 0.0) -> None:
+        """Count the folder just written, its files' bytes, and the seconds a background thread spent writing it."""
         self.count += 1
         self.bytes += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        self.background_seconds += background_seconds
 
     def record(self) -> dict[str, Any]:
-        return {"count": self.count, "bytes": self.bytes, "seconds": round(self.seconds, 3)}
+        """``count``, ``bytes``, ``seconds`` (the training loop waited) and ``background_seconds`` (written meanwhile)."""
+        return {"count": self.count, "bytes": self.bytes, "seconds": round(self.seconds, 3),
+                "background_seconds": round(self.background_seconds, 3)}
 
 
 def _read(unread: list[list[tuple[torch.Tensor, dict[str, torch.Tensor]]]]) -> list[list[tuple[float, dict[str, float]]]]:
