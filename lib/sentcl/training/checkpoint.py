@@ -321,7 +321,7 @@ class CheckpointWriter:
             started = time.perf_counter()
             try:
                 self.written.append((_write_checkpoint(output_dir, step, snapshot, keep), time.perf_counter() - started))
-            except BaseException as exc:  # handed to the training thread by wait()
+            except BaseException as exc:  # noqa: BLE001  # handed to the training thread by wait(), which raises it
                 self._error = exc
 
         self._thread = threading.Thread(target=write, name="sentcl-checkpoint")
