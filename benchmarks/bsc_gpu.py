@@ -181,26 +181,35 @@ def measure(args, batch: int, precision: str, seconds: float) -> dict:
 def project(measured: list[dict], precision: str, plan: dict[str, dict] | None = None) -> list[dict]:
     """Hours of the paper profile's every training run (:func:`paper_plan`) at the measured step time of
     the nearest measured batch size, plus re-encoding before every epoch of the example-based rows and
-    one dev evaluation per epoch of every trained row, at the measured encoding rate."""
+    one dev evaluation per epoch of every trained row, at the measured encoding rate, plus the checkpoints
+    each run writes on the trainer's cadence (:func:`sentcl.book.cost.checkpoints_per_run`) at the write
+    rate ``benchmarks/checkpoint_write.py`` measured (:func:`sentcl.book.cost.measured_checkpoint_write`)."""
+    from sentcl.book.cost import BERT_BASE_PARAMETERS, checkpoint_bytes, checkpoints_per_run, measured_checkpoint_write
+
     plan = plan or paper_plan()
+    write_rate = measured_checkpoint_write()["bytes_per_s"]
     by_batch = {m["batch"]: m for m in measured if m["precision"] == precision}
     rows = []
     for name, t in plan.items():
         m = by_batch.get(t["batch"]) or by_batch[min(by_batch, key=lambda b: abs(b - t["batch"]))]
         runs = t["trained_rows"] * t["seeds"]
-        steps = math.ceil(t["pairs"] / t["batch"]) * t["epochs"] * runs
+        per_run = math.ceil(t["pairs"] / t["batch"]) * t["epochs"]
+        steps = per_run * runs
         train_h = steps * m["step_s_median"] / 3600
-        texts = (t["pairs"] * 2 * t["example_based_rows"] + t["dev_texts"] * t["trained_rows"]) * t["epochs"] * t["seeds"]
-        encode_h = texts / m["encode_sentences_per_s"] / 3600
+        reencode_h = t["pairs"] * 2 * t["example_based_rows"] * t["epochs"] * t["seeds"] / m["encode_sentences_per_s"] / 3600
+        dev_h = t["dev_texts"] * t["trained_rows"] * t["epochs"] * t["seeds"] / m["encode_sentences_per_s"] / 3600
+        checkpoints = runs * checkpoints_per_run(per_run, m["step_s_median"])
+        checkpoint_h = checkpoints * checkpoint_bytes(BERT_BASE_PARAMETERS) / write_rate / 3600
         rows.append({"task": name, "precision": precision, "training data": t["train_data"], "training pairs": t["pairs"],
                      "batch": t["batch"], "epochs": t["epochs"], "trained rows": t["trained_rows"], "seeds": t["seeds"],
-                     "training runs": runs, "optimizer steps": steps, "training (h)": round(train_h, 2),
-                     "re-encoding + dev evaluation (h)": round(encode_h, 2), "total (h)": round(train_h + encode_h, 2)})
+                     "training runs": runs, "optimizer steps": steps, "checkpoints": checkpoints,
+                     "training (h)": round(train_h, 2), "re-encoding (h)": round(reencode_h, 2),
+                     "dev evaluations (h)": round(dev_h, 2), "checkpoints (h)": round(checkpoint_h, 2),
+                     "total (h)": round(train_h + reencode_h + dev_h + checkpoint_h, 2)})
+    parts = ("training (h)", "re-encoding (h)", "dev evaluations (h)", "checkpoints (h)", "total (h)")
     rows.append({"task": "all", "precision": precision, "training runs": sum(r["training runs"] for r in rows),
-                 "optimizer steps": sum(r["optimizer steps"] for r in rows),
-                 "training (h)": round(sum(r["training (h)"] for r in rows), 2),
-                 "re-encoding + dev evaluation (h)": round(sum(r["re-encoding + dev evaluation (h)"] for r in rows), 2),
-                 "total (h)": round(sum(r["total (h)"] for r in rows), 2)})
+                 "optimizer steps": sum(r["optimizer steps"] for r in rows), "checkpoints": sum(r["checkpoints"] for r in rows),
+                 **{part: round(sum(r[part] for r in rows), 2) for part in parts}})
     return rows
 
 
@@ -231,6 +240,9 @@ PROJECTION_ASSUMPTIONS = [
     "every step at 90 tokens (an upper bound: shorter texts are padded only to the batch's longest)",
     "re-encoding of all training rows before every epoch of the example-based rows and one dev evaluation per epoch "
     "of every trained row, at the measured encoding rate; kNN search time (CPU faiss) not included",
+    "checkpoints on the trainer's cadence (every 10 minutes of training and at the end; bert-base's weights and Adam's "
+    "moments, 1.3 GB each) written at the rate measured on the CPU machine's disk "
+    "(benchmarks/results/checkpoint_write_cpu.json), not the GPU machine's",
 ]
 
 

@@ -159,6 +159,9 @@ ASSUMPTIONS = [
     "FAQ pairs at the measured Eq. 1 step of NLI triplets",
     "every encoding (stores, evaluations, scoring) at the measured store-writing rate",
     "the regulators' stores hold random vectors (lookup cost, not values, is what is timed)",
+    "checkpoints on the trainer's cadence (every 10 minutes of training or the profile's checkpoint_steps, whichever "
+    "is sooner, and at the end), each the weights and Adam's moments, written at the rate measured on the CPU "
+    "machine's disk (benchmarks/results/checkpoint_write_cpu.json), not the GPU machine's",
 ]
 
 

@@ -511,6 +511,23 @@ def pooled_encoder(model, pooling: str, max_seq_length: int | None = None):
     return load_encoder(folder, pooling=pooling, max_seq_length=length, device=str(model.device))
 
 
+def compile_encoder(model: SentenceTransformer) -> list[str]:
+    """Compile, in place, each Hugging Face model inside ``model`` with ``torch.compile`` (``dynamic=True``: the
+    batches' lengths vary), keeping its modules, parameters and state-dict names (``nn.Module.compile``), so that
+    checkpoints and fingerprints stay those of the eager model. Returns the compiled modules' names. Opt-in in the
+    trainer (``TrainingConfig.compile``): the fused kernels move the numerics slightly
+    (``tests/test_models.py`` bounds it on a CPU)."""
+    compiled = []
+    for name, module in model.named_modules():
+        auto_model = getattr(module, "auto_model", None)
+        if isinstance(auto_model, torch.nn.Module):
+            auto_model.compile(dynamic=True)
+            compiled.append(f"{name}.auto_model")
+    if not compiled:
+        raise ConfigError(f"{type(model).__name__} holds no transformer module (auto_model) to compile")
+    return compiled
+
+
 def fingerprint(model: SentenceTransformer) -> str:
     """A content hash of everything that decides ``model``'s embeddings; the embedding cache key.
 

@@ -81,6 +81,22 @@ def autocast(precision: str, device: torch.device | str):
     return torch.autocast(device_type=torch.device(device).type, dtype=_DTYPES[precision])
 
 
+@contextlib.contextmanager
+def tf32(enabled: bool, precision: str, device: torch.device | str):
+    """Inside, fp32 matrix products and convolutions on a CUDA ``device`` may run in TF32 (10-bit mantissa
+    inputs, fp32 accumulation: several times faster on Ampere and later GPUs) when ``enabled`` and ``precision``
+    is ``"fp32"``; the flags are restored on exit. Off by default in the trainer (``TrainingConfig.tf32``): it
+    moves the numerics (about 1e-3 relative per product). No effect on a CPU."""
+    on = enabled and precision == "fp32" and torch.device(device).type == "cuda"
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    if on:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        yield on
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
 def cpu_supports_bf16() -> bool:
     """Whether this CPU computes bf16 natively: ``$SENTCL_CPU_BF16`` when set (0 or 1), else False
     when ``$ONEDNN_MAX_CPU_ISA`` caps oneDNN below bf16, else the ``avx512_bf16`` or ``amx_bf16``

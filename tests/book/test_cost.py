@@ -133,3 +133,70 @@ def test_the_geometry_paper_profile_counts_every_training_it_runs():
     assert (entropy.runs, entropy.steps, entropy.fewest_steps) == (2 * 4, epoch, 500 * 4)
     rehearsal = {s.what.split(":")[0]: s for s in geometry_stages(parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["rehearsal"])}
     assert rehearsal["MNRL"].steps == 50 and rehearsal["RCL entropy models (Eq. 2), early-stopped"].fewest_steps == 5 * 4
+
+
+def test_checkpoints_per_run_follow_the_trainers_cadence():
+    """Every 10 minutes of training (the trainer's default), every checkpoint_steps when sooner, and at the end."""
+    from sentcl.book.cost import CHECKPOINT_MINUTES, checkpoints_per_run
+    from sentcl.training import TrainingConfig
+
+    assert CHECKPOINT_MINUTES == TrainingConfig().checkpoint_minutes
+    assert checkpoints_per_run(15_625, 0.1) == 3  # 26 minutes: at 10 and 20 minutes (6,000 and 12,000 steps), the end
+    assert checkpoints_per_run(6_000, 0.1) == 1 and checkpoints_per_run(6_001, 0.1) == 2  # the 10th minute's is the end's
+    assert checkpoints_per_run(15_625, 0.1, checkpoint_steps=250) == 63  # 62 before the last step, and the end
+    assert checkpoints_per_run(15_625, 1.0, checkpoint_steps=1_000) == 27  # every 600 steps by the clock: sooner; 26 and the end
+    assert checkpoints_per_run(0, 0.1) == 0
+
+
+def test_checkpoint_sizes_are_the_architectures_weights_and_adams_two_moments():
+    import torch
+    from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+
+    from sentcl.book.cost import BERT_BASE_PARAMETERS, BERT_LARGE_PARAMETERS, ROBERTA_BASE_PARAMETERS, checkpoint_bytes
+
+    with torch.device("meta"):
+        counted = [sum(p.numel() for p in model.parameters()) for model in (
+            BertModel(BertConfig()), BertModel(BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                                          intermediate_size=4096)),
+            RobertaModel(RobertaConfig(vocab_size=50_265, max_position_embeddings=514, type_vocab_size=1)))]
+    assert counted == [BERT_BASE_PARAMETERS, BERT_LARGE_PARAMETERS, ROBERTA_BASE_PARAMETERS]
+    recorded = json.loads(benchmark_result("checkpoint_write_cpu.json").read_text(encoding="utf-8"))
+    assert recorded["parameters"] == BERT_BASE_PARAMETERS
+    assert 1.0 < recorded["bytes"] / checkpoint_bytes(BERT_BASE_PARAMETERS) < 1.001  # the rest: names, shapes, state
+
+
+def test_a_projection_shows_its_parts_and_counts_the_checkpoints(paper):
+    """Steps, evaluations, other encodings and checkpoints add up to the hours; the RCL paper profile's final models
+    (one 4,968-step epoch at 1 s a step: 82.8 minutes) checkpoint every 500 steps (its checkpoint_steps) and at the end."""
+    from sentcl.book.cost import BERT_BASE_PARAMETERS, checkpoint_bytes
+
+    seconds = {"entropy_eq2": 1.0, "plain_eq1": 1.0, "final_4_regulators": 1.0, "final_8_regulators": 1.0}
+    stages = rcl_stages(paper)
+    rate = checkpoint_bytes(BERT_BASE_PARAMETERS) / 10.0  # ten seconds a checkpoint
+    counted = projection(stages, seconds, 1000.0, rate)
+    uncounted = projection(stages, seconds, 1000.0)
+    assert paper["checkpoint_steps"] == 500
+    finals = [r for r in counted["table"] if r["stage"].startswith("final models")]
+    assert all(r["checkpoints"] == r["runs"] * 10 for r in finals)  # 9 before step 4,968 (every 500), and the end
+    assert sum(counted["parts"].values()) == pytest.approx(counted["hours"], abs=0.05)
+    assert counted["hours"] - uncounted["hours"] == pytest.approx(counted["checkpoints"] * 10 / 3600, abs=0.01)
+    assert counted["checkpoint_terabytes"] == pytest.approx(counted["checkpoints"] * checkpoint_bytes(BERT_BASE_PARAMETERS) / 1e12, abs=1e-3)
+    assert uncounted["checkpoints"] == 0 and uncounted["parts"]["checkpoints"] == 0
+    assert counted["parts"]["evaluations"] == pytest.approx(sum(s.runs * s.evaluation_sentences for s in stages) / 1000 / 3600, abs=0.01)
+
+
+def test_the_mnrl_sbert_estimate_counts_its_checkpoints():
+    """At the T4 step times of the two utilisations, each run checkpoints every 1,000 steps (the profile's
+    checkpoint_steps) or every 10 minutes, whichever is sooner, and at the end."""
+    from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, checkpoints_per_run, mnrl_sbert_stages, t4_checkpoints
+
+    paper = parameters.chapter_profiles(NOTEBOOK.with_name("mnrl_sbert.ipynb"))["paper"]
+    record = json.loads(benchmark_result("mnrl_sbert_cost_cpu.json").read_text(encoding="utf-8"))
+    stages = mnrl_sbert_stages(paper)
+    assert {s.checkpoint_steps for s in stages} == {paper["checkpoint_steps"]} == {1000}
+    low, high = t4_checkpoints(stages, record)
+    by_hand = []
+    for u in T4_UTILISATION:
+        seconds = {step: record["runs"][step]["median_training_gflop_per_step"] * 1e9 / (T4_FP32_PEAK * u) for step in ("mnrl", "softmax")}
+        by_hand.append(2 * checkpoints_per_run(26_193, seconds["mnrl"], 1000) + 2 * checkpoints_per_run(58_929, seconds["softmax"], 1000))
+    assert (low, high) == (min(by_hand), max(by_hand)) and low >= 2 * (26 + 1) + 2 * (58 + 1)

@@ -247,3 +247,33 @@ def test_a_finished_run_is_read_back_and_its_checkpoints_removed(tmp_path):
     (tmp_path / STATE_FILE).write_text("{not json")
     with pytest.raises(DataFormatError, match=STATE_FILE):
         read_finished(tmp_path, "run")
+
+
+def test_the_background_writer_writes_the_tree_as_it_was_when_saved_and_raises_its_errors(tmp_path):
+    from sentcl.training.checkpoint import CheckpointWriter, TrainerState, latest_checkpoint, load_state
+
+    weights = torch.arange(6, dtype=torch.float32)
+    writer = CheckpointWriter()
+    writer.save(tmp_path, TrainerState("run", 1, 10, 10, global_step=3), {"model": {"w": weights}}, keep=1)
+    weights.mul_(0)  # the training goes on changing its tensors while the files are written
+    writer.save(tmp_path, TrainerState("run", 1, 10, 10, global_step=4), {"model": {"w": weights}}, keep=1)
+    writer.wait()
+    assert [folder.name for folder, _ in writer.written] == ["checkpoint-00000003", "checkpoint-00000004"]
+    assert latest_checkpoint(tmp_path).name == "checkpoint-00000004" and len(list((tmp_path / "checkpoints").iterdir())) == 1
+    assert torch.equal(load_state(latest_checkpoint(tmp_path))["model"]["w"], torch.zeros(6))
+    (tmp_path / "blocked").write_text("a file where the checkpoints folder should be")
+    writer.save(tmp_path / "blocked", TrainerState("run", 1, 10, 10, global_step=5), {"model": {"w": weights}}, keep=1)
+    with pytest.raises(NotADirectoryError):
+        writer.wait()
+    writer.wait()  # the error is raised once
+
+
+def test_the_background_writer_keeps_the_first_tree_unchanged(tmp_path):
+    from sentcl.training.checkpoint import CheckpointWriter, TrainerState, load_state
+
+    weights = torch.ones(4)
+    writer = CheckpointWriter()
+    writer.save(tmp_path, TrainerState("run", 1, 10, 10, global_step=1), {"model": {"w": weights}}, keep=2)
+    weights.add_(1)
+    writer.wait()
+    assert torch.equal(load_state(writer.written[0][0])["model"]["w"], torch.ones(4))

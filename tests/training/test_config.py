@@ -82,14 +82,17 @@ def test_due_to_evaluate_at_the_last_step_only_when_the_run_evaluates():
     assert not TrainingConfig().due_to_evaluate(9, 9, 10, last=False, evaluator=True)  # no schedule: only at the end
 
 
-def test_due_to_checkpoint():
-    quiet = dict(evaluated=False, epoch_end=False, done=False)
-    assert [s for s in range(1, 10) if TrainingConfig(checkpoint_steps=3).due_to_checkpoint(s, **quiet)] == [3, 6, 9]
+def test_due_to_checkpoint_by_steps_by_minutes_and_at_the_end_never_at_evaluations():
+    assert [s for s in range(1, 10) if TrainingConfig(checkpoint_steps=3).due_to_checkpoint(s, done=False)] == [3, 6, 9]
     plain = TrainingConfig()
-    assert not any(plain.due_to_checkpoint(s, **quiet) for s in range(1, 50))
-    assert plain.due_to_checkpoint(5, evaluated=True, epoch_end=False, done=False)
-    assert plain.due_to_checkpoint(5, evaluated=False, epoch_end=True, done=False)
-    assert plain.due_to_checkpoint(5, evaluated=False, epoch_end=False, done=True)
+    assert plain.checkpoint_minutes == 10.0  # the default: a killed run (a Colab session that ends) loses at most 10 minutes
+    assert not any(plain.due_to_checkpoint(s, done=False) for s in range(1, 50))  # no clock read: none
+    assert not plain.due_to_checkpoint(5, done=False, minutes_since=9.99)
+    assert plain.due_to_checkpoint(5, done=False, minutes_since=10.0)
+    assert plain.due_to_checkpoint(5, done=True)
+    assert not TrainingConfig(checkpoint_minutes=None).due_to_checkpoint(5, done=False, minutes_since=1e9)
+    with pytest.raises(ConfigError, match="checkpoint_minutes"):
+        TrainingConfig(checkpoint_minutes=0)
 
 
 def test_model_selection_and_early_stopping():

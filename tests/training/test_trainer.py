@@ -30,6 +30,7 @@ from sentcl.training import (
     SequentialBatchSampler,
     Trainer,
     TrainingConfig,
+    checkpoint,
 )
 from sentcl.training.checkpoint import load_state
 
@@ -210,12 +211,12 @@ def test_resume_restores_loss_sampler_and_callback_state(tmp_path, pairs, evalua
 def test_output_folder_keeps_the_layout_of_checkpoint_format_1(tmp_path, pairs):
     """The names and entries that checkpoints written by earlier versions have: they must still resume."""
     scores = iter([0.5, 0.1])
-    cfg = TrainingConfig(**FAST, eval_steps=2, metric_for_best="dev", checkpoint_steps=3, keep_checkpoints=2)
+    cfg = TrainingConfig(**FAST, eval_steps=2, metric_for_best="dev", checkpoint_steps=1, keep_checkpoints=2)
     crashing = Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, cfg, evaluator=lambda m: {"dev": next(scores)},
                        callbacks=[CrashAt(5)], show_progress=False)
     with pytest.raises(KeyboardInterrupt):
         crashing.train(tmp_path)
-    # checkpoints after the evaluations at 2 and 4 and at step 3; the newest two kept; the best weights of step 2
+    # checkpoints after every step; the newest two kept; the best weights of step 2
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["checkpoint-00000003", "checkpoint-00000004"]
     assert [p.name for p in (tmp_path / "best").iterdir()] == ["step-00000002"]
     assert sorted(p.name for p in (tmp_path / "best" / "step-00000002").iterdir()) == [
@@ -241,6 +242,39 @@ def test_output_folder_keeps_the_layout_of_checkpoint_format_1(tmp_path, pairs):
                       show_progress=False)
     result = resumed.train(tmp_path)
     assert result.resumed_from_step == 4 and result.global_step == 15 and result.best_step == 2
+
+
+def test_checkpoints_on_their_own_cadence_never_per_evaluation_and_the_run_says_what_they_cost(tmp_path, pairs):
+    """Evaluating (and improving) after every step writes no checkpoint, only the best weights, the older
+    ones removed; by default a run checkpoints every 10 minutes (none in a short run) and at the end; the
+    clock, read at logging steps, checkpoints there once its minutes have passed; the run record counts
+    the checkpoints and best weights written, their bytes and seconds."""
+    def trainer(cfg, crash=None, scores=None):
+        scores = iter(scores if scores is not None else np.linspace(0.0, 1.0, 16))
+        return Trainer(tiny_model(0), MultipleNegativesRankingLoss, pairs, cfg, evaluator=lambda m: {"dev": next(scores)},
+                       callbacks=[CrashAt(crash)] if crash else [], show_progress=False)
+
+    every_step = TrainingConfig(**FAST, eval_steps=1, metric_for_best="dev", keep_checkpoints=20)
+    with pytest.raises(KeyboardInterrupt):
+        trainer(every_step, crash=9).train(tmp_path / "evaluating")
+    assert not (tmp_path / "evaluating" / "checkpoints").exists()  # 8 evaluations, no checkpoint
+    assert [p.name for p in (tmp_path / "evaluating" / "best").iterdir()] == ["step-00000008"]
+    result = trainer(every_step).train(tmp_path / "whole")
+    assert result.global_step == 15 and result.best_step == 15
+    written = result.run["checkpoints"]
+    assert written["count"] == 1 and written["bytes"] > 100_000 and written["seconds"] > 0  # the end's
+    assert written["background_seconds"] > 0  # the files written off the loop
+    best = result.run["best_weights"]
+    assert best["count"] == 15 and written["bytes"] > best["bytes"] / 15 > 0  # weights only, without Adam's moments
+
+    clocked = TrainingConfig(**FAST, checkpoint_minutes=1e-9, keep_checkpoints=20)
+    crashing = trainer(clocked, crash=9)
+    with pytest.raises(KeyboardInterrupt):
+        crashing.train(tmp_path / "clocked")
+    folders = checkpoint.checkpoints(tmp_path / "clocked")
+    assert [p.name for p in folders] == ["checkpoint-00000004", "checkpoint-00000008"]  # the log steps (every 4)
+    counted = crashing._writes["checkpoints"]
+    assert counted.count == 2 and counted.bytes == sum(f.stat().st_size for d in folders for f in d.iterdir())
 
 
 def test_finished_run_is_loaded_and_foreign_runs_refused(tmp_path, pairs):

@@ -17,10 +17,18 @@ seconds per optimizer step (``benchmarks/results/rcl_gpu_h100.json``) and senten
 
 Sizes the parameters do not hold (:data:`PAPER_SIZES`): the NLI training triplets, the FAQ banks, the
 STS-B dev set; the STS test sets' sizes come from the data registry.
+
+Every projection shows its parts (:func:`projection`): the optimizer steps, the evaluations (the dev
+sentences they encode), the other encodings (stores, test sets), and the checkpoints the trainer writes on
+its cadence (:func:`checkpoints_per_run`: every ``checkpoint_minutes`` of training, 10 by default, every
+``checkpoint_steps`` where a chapter sets them, and at the end), each of :func:`checkpoint_bytes` (the
+weights and Adam's two moments) written at the rate ``benchmarks/checkpoint_write.py`` measured
+(:func:`measured_checkpoint_write`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,7 +53,9 @@ MEASURED_STEPS = {0: "plain_eq1", 4: "final_4_regulators", 8: "final_8_regulator
 @dataclass(frozen=True)
 class Stage:
     """``runs`` runs of one kind of work: each ``steps`` optimizer steps at most (``fewest_steps`` at
-    least, for early-stopped runs) of the measured ``step``, and ``sentences`` sentences encoded."""
+    least, for early-stopped runs) of the measured ``step``, ``sentences`` sentences encoded, of which
+    ``evaluation_sentences`` by its ``evaluations`` dev evaluations; a training run writes checkpoints
+    (:func:`checkpoints_per_run`, every ``checkpoint_steps`` too where given) of a model of ``parameters``."""
 
     what: str
     runs: int
@@ -53,6 +63,44 @@ class Stage:
     step: str = ""
     fewest_steps: int | None = None
     sentences: int = 0
+    evaluations: int = 0
+    evaluation_sentences: int = 0
+    parameters: int = 0
+    checkpoint_steps: int | None = None
+
+
+BERT_BASE_PARAMETERS = 109_482_240
+"""bert-base-uncased's trainable parameters (``BertModel(BertConfig())``, pooler included); bert-large's below."""
+BERT_LARGE_PARAMETERS = 335_141_888
+ROBERTA_BASE_PARAMETERS = 124_645_632
+CHECKPOINT_MINUTES = 10.0
+""":class:`sentcl.training.TrainingConfig`'s default ``checkpoint_minutes`` (a test holds them equal)."""
+
+
+def checkpoint_bytes(parameters: int) -> int:
+    """A training checkpoint's bytes: the fp32 weights and Adam's two fp32 moments (the rest is kilobytes)."""
+    return 12 * parameters
+
+
+def checkpoints_per_run(steps: int, step_s: float, checkpoint_steps: int | None = None,
+                        minutes: float = CHECKPOINT_MINUTES) -> int:
+    """The checkpoints one run of ``steps`` optimizer steps of ``step_s`` seconds writes: one every ``minutes`` of
+    training (the clock restarts at each checkpoint), every ``checkpoint_steps`` when given, whichever comes
+    first, and one at the end (:meth:`sentcl.training.TrainingConfig.due_to_checkpoint`)."""
+    if steps <= 0:
+        return 0
+    every = max(1, math.ceil(minutes * 60 / step_s)) if step_s > 0 else steps
+    if checkpoint_steps:
+        every = min(every, checkpoint_steps)
+    return (steps - 1) // every + 1
+
+
+def measured_checkpoint_write() -> dict[str, Any]:
+    """``benchmarks/results/checkpoint_write_cpu.json``: a bert-base checkpoint's bytes and write seconds
+    (``bytes_per_s``, the rate :func:`projection` writes checkpoints at; ``machine``)."""
+    from ..paths import benchmark_result
+
+    return json.loads(benchmark_result("checkpoint_write_cpu.json").read_text(encoding="utf-8"))
 
 
 def measured_step(regulators: int) -> str:
@@ -113,7 +161,8 @@ def rcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> 
     shared = {(0, seed, f"attention dropout {ENCODER_ATTENTION_DROPOUT:g}") for seed in p["seeds"]}  # the Eq. 1 run
     trained = [f for f in finals if f[:3] not in shared]
     stages = [
-        Stage("entropy models (Eq. 2), early-stopped", len(phis), entropy_steps, "entropy_eq2", earliest),
+        Stage("entropy models (Eq. 2), early-stopped", len(phis), entropy_steps, "entropy_eq2", earliest,
+              parameters=BERT_BASE_PARAMETERS, checkpoint_steps=p["checkpoint_steps"]),
         Stage("stores: every query and index" + (", and the base's for the control" if control else ""),
               len(phis) + control, sentences=2 * rows),
     ]
@@ -121,7 +170,9 @@ def rcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> 
         groups = dict.fromkeys(group for r, _, _, group in trained if r == regulators)
         objective = "Eq. 1" if not regulators else f"Eq. 3 with {regulators} regulators"
         stages.append(Stage(f"final models, {objective} ({', '.join(groups)})", sum(f[0] == regulators for f in trained),
-                            final_steps, measured_step(regulators), sentences=evaluations * dev))
+                            final_steps, measured_step(regulators), sentences=evaluations * dev, evaluations=evaluations,
+                            evaluation_sentences=evaluations * dev, parameters=BERT_BASE_PARAMETERS,
+                            checkpoint_steps=p["checkpoint_steps"]))
     stages.append(Stage("STS test sets: every row and seed scored", 1 + len(phis) + len(finals), sentences=sts))
     for name in p["faq_datasets"].values():
         if sizes["faq_pairs"].get(name):
@@ -140,13 +191,16 @@ def _faq_stages(p: Mapping[str, Any], name: str, pairs: int) -> list[Stage]:
     earliest = min(entropy_steps, p["early_stopping_window"] * (p["early_stopping_patience"] + 1))
     evaluations = _evaluations(p["faq_eval_fraction"], p["faq_epochs"], selected_steps)
     baselines = [q for q in p["attention_dropout_ps"] if q != ENCODER_ATTENTION_DROPOUT] + list(p["drophead_ps"])
+    per_evaluation = round(dev + pairs)
+    trained = {"parameters": BERT_BASE_PARAMETERS, "checkpoint_steps": p["checkpoint_steps"]}
+    selected = {"sentences": evaluations * per_evaluation, "evaluations": evaluations,
+                "evaluation_sentences": evaluations * per_evaluation, **trained}
     return [
         Stage(f"{name}: initial and baseline models (Eq. 1), per fold", folds * (1 + len(baselines)), selected_steps,
-              "plain_eq1", sentences=evaluations * round(dev + pairs)),
+              "plain_eq1", **selected),
         Stage(f"{name}: entropy models and stores, per fold", folds * k_rcl, entropy_steps, "entropy_eq2", earliest,
-              sentences=2 * train),
-        Stage(f"{name}: final models, per fold", folds, selected_steps, measured_step(2 * k_rcl),
-              sentences=evaluations * round(dev + pairs)),
+              sentences=2 * train, **trained),
+        Stage(f"{name}: final models, per fold", folds, selected_steps, measured_step(2 * k_rcl), **selected),
         Stage(f"{name}: test questions ranking the bank, per fold and model",
               folds * (3 + len(p["attention_dropout_ps"]) + len(p["drophead_ps"])),
               sentences=round(test + pairs)),
@@ -185,8 +239,11 @@ def ifcl_stages(p: Mapping[str, Any]) -> list[Stage]:
             key = (ifcl_step("base", method), run_steps(chinese, p["batch_size"], p["epochs"], p["max_steps"]),
                    2 * (p["dev_max_pairs"] or registry_count("cnsd_stsb/dev")))
             runs[key] = runs.get(key, 0) + len(p["seeds"])
-    stages = [Stage(f"{step}: {n} runs of {steps:,} steps", n, steps, step,
-                    sentences=(steps // p["eval_steps"] if p["eval_steps"] else 0) * dev)
+    evaluations = {steps: steps // p["eval_steps"] if p["eval_steps"] else 0 for (_, steps, _) in runs}
+    stages = [Stage(f"{step}: {n} runs of {steps:,} steps", n, steps, step, sentences=evaluations[steps] * dev,
+                    evaluations=evaluations[steps], evaluation_sentences=evaluations[steps] * dev,
+                    parameters=BERT_LARGE_PARAMETERS if step.endswith("large") else BERT_BASE_PARAMETERS,
+                    checkpoint_steps=p["checkpoint_steps"])
               for (step, steps, dev), n in runs.items()]
     english_scored = len(p["english_rows"]) * len(p["seeds"]) + len(p["first_last_avg_rows"])
     stages.append(Stage("English STS test sets: every row and seed scored", english_scored,
@@ -208,7 +265,8 @@ def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     steps = {r["model"]: r["step_s_median"] for r in measured["table"]}
     rate = min(3000 / r["evaluation_3000_sentences_s"] for r in measured["table"])
     stages = ifcl_stages(paper)
-    result = projection([s for s in stages if not s.step or s.step in steps], steps, rate)
+    result = projection([s for s in stages if not s.step or s.step in steps], steps, rate,
+                        measured_checkpoint_write()["bytes_per_s"])
     result["not measured"] = [s.what for s in stages if s.step and s.step not in steps]
     return result
 
@@ -222,9 +280,9 @@ def mnrl_sbert_stages(p: Mapping[str, Any]) -> list[Stage]:
     pairs = min(p["train_pairs"] or p["expected_entailment_pairs"], p["expected_entailment_pairs"])
     rows = min(p["train_pairs"] or p["expected_nli_rows"], p["expected_nli_rows"])
     return [Stage(f"MNRL ({', '.join(p['mnrl_rows'])})", len(p["mnrl_rows"]) * seeds,
-                  run_steps(pairs, p["mnrl_batch_size"], p["epochs"]), "mnrl"),
+                  run_steps(pairs, p["mnrl_batch_size"], p["epochs"]), "mnrl", checkpoint_steps=p["checkpoint_steps"]),
             Stage(f"softmax loss ({', '.join(p['softmax_rows'])})", len(p["softmax_rows"]) * seeds,
-                  run_steps(rows, p["softmax_batch_size"], p["epochs"]), "softmax")]
+                  run_steps(rows, p["softmax_batch_size"], p["epochs"]), "softmax", checkpoint_steps=p["checkpoint_steps"])]
 
 
 T4_FP32_PEAK = 8.1e12
@@ -239,6 +297,15 @@ def t4_hours(stages: Sequence[Stage], measured: Mapping[str, Any]) -> tuple[floa
     flop = sum(s.runs * s.steps * measured["runs"][s.step]["median_training_gflop_per_step"] * 1e9 for s in stages)
     low, high = (flop / (T4_FP32_PEAK * u) / 3600 for u in reversed(T4_UTILISATION))
     return low, high
+
+
+def t4_checkpoints(stages: Sequence[Stage], measured: Mapping[str, Any]) -> tuple[int, int]:
+    """The fewest and most checkpoints ``stages``' runs write (:func:`checkpoints_per_run`) at the T4 step times of
+    :func:`t4_hours`' two utilisations (slower steps reach the trainer's 10 minutes in fewer steps)."""
+    counts = [sum(s.runs * checkpoints_per_run(
+        s.steps, measured["runs"][s.step]["median_training_gflop_per_step"] * 1e9 / (T4_FP32_PEAK * u), s.checkpoint_steps)
+        for s in stages) for u in T4_UTILISATION]
+    return min(counts), max(counts)
 
 
 GEOMETRY_PAPER_PAIRS = 314_315
@@ -271,29 +338,48 @@ def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     paper = shipped_parameters("rcl")
     results = measured["results"]
     steps = {name: r["median_step_s"] for name, r in results.items() if "median_step_s" in r}
-    return projection(rcl_stages(paper), steps, results["store"]["store_write_sentences_per_s"])
+    return projection(rcl_stages(paper), steps, results["store"]["store_write_sentences_per_s"],
+                      measured_checkpoint_write()["bytes_per_s"])
 
 
-def projection(stages: Sequence[Stage], step_seconds: Mapping[str, float], sentences_per_s: float) -> dict[str, Any]:
-    """Hours per stage and in total, from ``step_seconds`` (measured step -> seconds per optimizer step) and
-    the encoding rate: ``{"table": [{"stage", "runs", "steps each", "hours", "hours (fewest steps)"}],
-    "hours", "hours_fewest"}``; an early-stopped stage's fewest hours take its earliest stop."""
+def projection(stages: Sequence[Stage], step_seconds: Mapping[str, float], sentences_per_s: float,
+               checkpoint_bytes_per_s: float | None = None) -> dict[str, Any]:
+    """Hours per stage and in total, from ``step_seconds`` (measured step -> seconds per optimizer step), the
+    encoding rate and the checkpoint write rate (None: checkpoints not counted), in parts: ``{"table": [{"stage",
+    "runs", "steps each", "evaluations each", "sentences each", "checkpoints", "steps (h)", "evaluations (h)",
+    "other encodings (h)", "checkpoints (h)", "hours", "hours (fewest steps)"}], "hours", "hours_fewest",
+    "parts": {part: hours}, "checkpoints", "checkpoint_terabytes"}``; an early-stopped stage's fewest hours take
+    its earliest stop (and its checkpoints are counted at its planned steps)."""
     missing = sorted({s.step for s in stages if s.step and s.step not in step_seconds})
     if missing:
         raise ConfigError(f"no measured step time for {missing}; measured: {sorted(step_seconds)}")
     table: list[dict[str, Any]] = []
+    written = 0
     for s in stages:
         per_step = step_seconds[s.step] if s.step else 0.0
-        encode = s.runs * s.sentences / sentences_per_s
-        most = s.runs * s.steps * per_step + encode
-        fewest = s.runs * (s.steps if s.fewest_steps is None else s.fewest_steps) * per_step + encode
+        evaluations = s.runs * s.evaluation_sentences / sentences_per_s
+        encodings = s.runs * (s.sentences - s.evaluation_sentences) / sentences_per_s
+        count = s.runs * checkpoints_per_run(s.steps, per_step, s.checkpoint_steps) if s.parameters else 0
+        size = checkpoint_bytes(s.parameters)
+        checkpoints = count * size / checkpoint_bytes_per_s if checkpoint_bytes_per_s else 0.0
+        written += count * size if checkpoint_bytes_per_s else 0
+        steps_s = s.runs * s.steps * per_step
+        fewest_s = s.runs * (s.steps if s.fewest_steps is None else s.fewest_steps) * per_step
         steps = "" if not s.steps else (f"{s.fewest_steps:,}–{s.steps:,}" if s.fewest_steps not in (None, s.steps) else f"{s.steps:,}")
-        table.append({"stage": s.what, "runs": s.runs, "steps each": steps, "sentences each": s.sentences,
-                      "hours": round(most / 3600, 3), "hours (fewest steps)": round(fewest / 3600, 3)})
+        table.append({"stage": s.what, "runs": s.runs, "steps each": steps, "evaluations each": s.evaluations,
+                      "sentences each": s.sentences, "checkpoints": count if checkpoint_bytes_per_s else None,
+                      "steps (h)": round(steps_s / 3600, 3), "evaluations (h)": round(evaluations / 3600, 3),
+                      "other encodings (h)": round(encodings / 3600, 3), "checkpoints (h)": round(checkpoints / 3600, 3),
+                      "hours": round((steps_s + evaluations + encodings + checkpoints) / 3600, 3),
+                      "hours (fewest steps)": round((fewest_s + evaluations + encodings + checkpoints) / 3600, 3)})
+    parts = {part: round(sum(float(r[f"{part} (h)"]) for r in table), 2)
+             for part in ("steps", "evaluations", "other encodings", "checkpoints")}
     return {"table": table, "hours": round(sum(float(r["hours"]) for r in table), 2),
-            "hours_fewest": round(sum(float(r["hours (fewest steps)"]) for r in table), 2)}
+            "hours_fewest": round(sum(float(r["hours (fewest steps)"]) for r in table), 2), "parts": parts,
+            "checkpoints": sum(r["checkpoints"] or 0 for r in table), "checkpoint_terabytes": round(written / 1e12, 3)}
 
 
-__all__ = ["ENCODER_ATTENTION_DROPOUT", "GEOMETRY_PAPER_PAIRS", "MEASURED_STEPS", "PAPER_SIZES", "Stage",
+__all__ = ["BERT_BASE_PARAMETERS", "BERT_LARGE_PARAMETERS", "CHECKPOINT_MINUTES", "ENCODER_ATTENTION_DROPOUT",
+           "ROBERTA_BASE_PARAMETERS", "checkpoint_bytes", "checkpoints_per_run", "measured_checkpoint_write", "GEOMETRY_PAPER_PAIRS", "MEASURED_STEPS", "PAPER_SIZES", "Stage",
            "geometry_stages", "ifcl_paper_projection", "ifcl_stages", "ifcl_step", "measured_step", "mnrl_sbert_stages",
-           "projection", "rcl_paper_projection", "rcl_stages", "registry_count", "run_steps", "scored_sentences", "t4_hours", "T4_FP32_PEAK", "T4_UTILISATION"]
+           "projection", "rcl_paper_projection", "rcl_stages", "registry_count", "run_steps", "scored_sentences", "t4_checkpoints", "t4_hours", "T4_FP32_PEAK", "T4_UTILISATION"]

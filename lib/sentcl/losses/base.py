@@ -23,11 +23,13 @@ The contract a trainer relies on
     ``forward`` calls after embedding the columns, and what a trainer calls itself when it embeds
     the columns its own way (e.g. gradient caching: embed without gradients in chunks, compute the
     loss on the embeddings, then back-propagate chunk by chunk).
-``last_terms`` (optional)
+``term_tensors`` / ``last_terms`` (optional)
     a loss whose objective adds several terms (RCL's Eq. 1 and regulators, IFCL's InfoNCE and Twin
-    losses, BSC's combo) notes each term's contribution to its last value, ``{name: float}``, with
-    :meth:`SentclLoss.note_terms`; the trainer logs their means beside the loss, and the run's
-    health record shows them (:mod:`sentcl.training.health`).
+    losses, BSC's combo) notes each term's contribution to its last value with
+    :meth:`SentclLoss.note_terms`: ``term_tensors`` holds them detached on the device (the trainer
+    reads them with the loss, where it logs: no host-device sync a step), ``last_terms`` as floats
+    ``{name: float}``; the trainer logs their means beside the loss, and the run's health record
+    shows them (:mod:`sentcl.training.health`).
 ``chance_level`` (optional)
     the loss of a model that cannot tell the candidates or classes apart (uniform probabilities): ln k
     for a k-way softmax classifier (SBERT's softmax loss; balanced classes), ln of the candidates per
@@ -86,15 +88,20 @@ class SentclLoss(nn.Module, ABC):
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
-        self.last_terms: dict[str, float] = {}
-        """Each term's contribution to the last loss computed (empty for a one-term objective)."""
+        self.term_tensors: dict[str, Tensor] = {}
+        """Each term's contribution to the last loss computed, detached (empty for a one-term objective)."""
         self.chance_level: float | None = None
         """The loss at chance (module doc), or None where the objective has none."""
 
+    @property
+    def last_terms(self) -> dict[str, float]:
+        """:attr:`term_tensors` as floats (reading them waits for the device)."""
+        return {name: float(value) for name, value in self.term_tensors.items()}
+
     def note_terms(self, **terms: Tensor) -> None:
-        """Keep each term's contribution to the loss being computed (detached floats) in :attr:`last_terms`;
+        """Keep each term's contribution to the loss being computed (detached, unread) in :attr:`term_tensors`;
         their sum is the loss."""
-        self.last_terms = {name: float(value.detach()) for name, value in terms.items()}
+        self.term_tensors = {name: value.detach() for name, value in terms.items()}
 
     def forward(
         self, sentence_features: Iterable[dict[str, Any]], labels: Tensor | None = None, **batch_extras: Any

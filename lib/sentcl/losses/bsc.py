@@ -162,12 +162,14 @@ def triplet_loss(anchors: Tensor, positives: Tensor, negatives: Tensor, *, margi
 
 
 def identical_anchor_groups(features: dict[str, Tensor]) -> Tensor:
-    """Group ids of the rows of a tokenised column: rows with the same token ids share one (Eqs. 3–4)."""
+    """Group ids of the rows of a tokenised column: rows with the same token ids share one (Eqs. 3–4), the
+    index of the first such row. Compared pairwise on the device (m² · tokens comparisons), not with
+    ``torch.unique``, whose data-dependent output makes the host wait for the device."""
     ids = features["input_ids"]
     if "attention_mask" in features:
         ids = ids * features["attention_mask"]
-    _, groups = torch.unique(ids, dim=0, return_inverse=True)
-    return groups
+    same = (ids[:, None, :] == ids[None, :, :]).all(dim=-1)
+    return same.to(torch.int32).argmax(dim=1)  # the first maximum: the first identical row
 
 
 class BatchSoftmaxContrastiveLoss(SentclLoss):

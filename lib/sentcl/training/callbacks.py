@@ -33,6 +33,10 @@ class Callback:
     """Base class: every hook does nothing; ``name`` keys the callback's state in checkpoints."""
 
     name: str = "callback"
+    reads_step_loss: bool = False
+    """True for a callback whose :meth:`on_step_end` reads the step's training loss (``trainer.state.loss_since_log``):
+    the trainer then reads each step's loss from the device before calling it; otherwise only where it logs,
+    evaluates or checkpoints, and the running means lag behind in between (no host-device sync a step)."""
 
     def on_train_begin(self, trainer: Trainer) -> None:
         """After the trainer started afresh or restored a checkpoint, before the first step."""
@@ -138,6 +142,7 @@ class LossEarlyStopping(Callback):
     """
 
     name = "loss-early-stopping"
+    reads_step_loss = True
 
     def __init__(self, patience: int = 3, window: int = 1) -> None:
         self.patience = check_positive_int("patience", patience)

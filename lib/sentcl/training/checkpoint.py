@@ -38,6 +38,8 @@ import json
 import os
 import random
 import shutil
+import threading
+import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -66,9 +68,17 @@ def save_state(folder: str | Path, tree: Any) -> None:
     The files are written in place: write into a temporary folder and rename it (the trainer
     uses :func:`sentcl.io.atomic_directory`) for an atomic checkpoint.
     """
-    folder = Path(folder)
+    _write_state(Path(folder), *_snapshot(tree))
+
+
+def _snapshot(tree: Any) -> tuple[Any, dict[str, torch.Tensor]]:
+    """``tree`` encoded (module doc) with a host copy of each of its tensors: what the files will hold, whatever
+    happens to the tree's tensors afterwards."""
     tensors: dict[str, torch.Tensor] = {}
-    encoded = _encode(tree, "", tensors)
+    return _encode(tree, "", tensors), tensors
+
+
+def _write_state(folder: Path, encoded: Any, tensors: dict[str, torch.Tensor]) -> None:
     safetensors.torch.save_file(tensors, str(folder / TENSORS_FILE))
     (folder / TREE_FILE).write_text(json.dumps(encoded, indent=1), encoding="utf-8")
 
@@ -271,12 +281,60 @@ def save_checkpoint(output_dir: str | os.PathLike, state: TrainerState, parts: d
     """Write the checkpoint of ``state.global_step`` into ``output_dir`` (atomically: a kill leaves
     the previous ones complete), then remove all but the newest ``keep``. ``parts`` are the tree's
     entries beside ``format`` and ``trainer`` (see the module doc). Returns the checkpoint's folder."""
-    folder = Path(output_dir) / "checkpoints" / f"checkpoint-{state.global_step:08d}"
+    return _write_checkpoint(output_dir, state.global_step, _snapshot(_checkpoint_tree(state, parts)), keep)
+
+
+def _checkpoint_tree(state: TrainerState, parts: dict[str, Any]) -> dict[str, Any]:
+    return {"format": CHECKPOINT_FORMAT, "trainer": state.to_dict(), **parts}
+
+
+def _write_checkpoint(output_dir: str | os.PathLike, step: int, snapshot: tuple[Any, dict[str, torch.Tensor]], keep: int) -> Path:
+    folder = Path(output_dir) / "checkpoints" / f"checkpoint-{step:08d}"
     with atomic_directory(folder) as tmp:
-        save_state(tmp, {"format": CHECKPOINT_FORMAT, "trainer": state.to_dict(), **parts})
+        _write_state(tmp, *snapshot)
     for old in checkpoints(output_dir)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return folder
+
+
+class CheckpointWriter:
+    """Writes checkpoints off the training loop: :meth:`save` copies the tree to host memory in the caller's thread
+    (the training may then change its tensors) and writes the files, atomically, and prunes the old checkpoints in
+    a background thread, one checkpoint at a time (a second :meth:`save` waits for the first). A kill mid-write
+    leaves the previous checkpoints complete, as :func:`save_checkpoint`. :meth:`wait` before anything that reads
+    or removes the checkpoints; it raises the write's error, if any."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self.pending_step: int | None = None
+        """The step of the checkpoint being written (None: none)."""
+        self.written: list[tuple[Path, float]] = []
+        """Each checkpoint written: its folder and the seconds the background write took."""
+
+    def save(self, output_dir: str | os.PathLike, state: TrainerState, parts: dict[str, Any], keep: int) -> None:
+        self.wait()
+        snapshot = _snapshot(_checkpoint_tree(state, parts))
+        step = self.pending_step = state.global_step
+
+        def write() -> None:
+            started = time.perf_counter()
+            try:
+                self.written.append((_write_checkpoint(output_dir, step, snapshot, keep), time.perf_counter() - started))
+            except BaseException as exc:  # noqa: BLE001  # handed to the training thread by wait(), which raises it
+                self._error = exc
+
+        self._thread = threading.Thread(target=write, name="sentcl-checkpoint")
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Until the checkpoint being written is on disk; raises its error."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread, self.pending_step = None, None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
 
 
 def load_newest_intact_checkpoint(
@@ -352,11 +410,12 @@ def best_dir(output_dir: str | os.PathLike, step: int) -> Path:
     return Path(output_dir) / "best" / f"step-{step:08d}"
 
 
-def save_best(output_dir: str | os.PathLike, step: int, model_state: dict[str, Any], evaluation: dict[str, Any]) -> None:
-    """Keep ``model_state``, the weights at ``step``, the new best ``evaluation``'s."""
+def save_best(output_dir: str | os.PathLike, step: int, model_state: dict[str, Any], evaluation: dict[str, Any]) -> Path:
+    """Keep ``model_state``, the weights at ``step``, the new best ``evaluation``'s; returns their folder."""
     with atomic_directory(best_dir(output_dir, step)) as tmp:
         save_state(tmp, {"model": model_state})
         atomic_write_json(tmp / "best.json", evaluation)
+    return best_dir(output_dir, step)
 
 
 def load_best(output_dir: str | os.PathLike, step: int) -> dict[str, Any]:
@@ -364,12 +423,12 @@ def load_best(output_dir: str | os.PathLike, step: int) -> dict[str, Any]:
     return load_state(best_dir(output_dir, step))["model"]
 
 
-def prune_best(output_dir: str | os.PathLike, best_step: int | None) -> None:
-    """Remove best weights other than those of ``best_step`` (call it once a checkpoint names it: an
-    older checkpoint may still name an older best)."""
-    keep = best_dir(output_dir, best_step) if best_step is not None else None
+def prune_best(output_dir: str | os.PathLike, *best_steps: int | None) -> None:
+    """Remove best weights other than those of ``best_steps`` (None: none): the best so far, and the one the
+    newest checkpoint names until a checkpoint names the newer (a resumed run starts from that checkpoint)."""
+    keep = {best_dir(output_dir, step) for step in best_steps if step is not None}
     for folder in sorted((Path(output_dir) / "best").glob("step-*")):
-        if folder != keep:
+        if folder not in keep:
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -410,6 +469,7 @@ def read_health(output_dir: str | os.PathLike) -> dict[str, Any] | None:
 
 __all__ = [
     "CHECKPOINT_FORMAT",
+    "CheckpointWriter",
     "STATE_FILE",
     "TENSORS_FILE",
     "TREE_FILE",

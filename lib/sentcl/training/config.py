@@ -15,6 +15,9 @@ from sentcl.precision import PRECISIONS
 OPTIMIZERS = ("adamw", "adam")
 SCHEDULERS = ("linear", "constant_with_warmup", "constant")
 TRAINING_PRECISIONS = PRECISIONS
+OPT_IN = ("compile", "tf32")
+"""Options off by default that move the numerics slightly for speed: in a run's key only when on (so that the
+keys of runs made before they existed stay the same)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,11 @@ class TrainingConfig:
         (fp32 on a CPU, bf16 or fp16 on a GPU: :func:`sentcl.precision.resolve_precision`); the trainer
         resolves it on its device, and the resolved precision is part of the run's key.
 
+    Opt-in speed (off by default: each moves the numerics slightly)
+        ``compile`` compiles the encoder with ``torch.compile`` (:func:`sentcl.models.compile_encoder`);
+        ``tf32`` lets fp32 runs on a GPU multiply in TF32 (:func:`sentcl.precision.tf32`). Part of the
+        run's key when on.
+
     Evaluation, model selection, early stopping
         Evaluate every ``eval_fraction`` of an epoch (0.1: at 10 %, 20 %, … 100 %) or every
         ``eval_steps`` optimizer steps (not both), and at the end of training. With
@@ -52,8 +60,14 @@ class TrainingConfig:
         optimizer steps have passed since the last improvement.
 
     Checkpoints
-        Written at every evaluation, at the end of every epoch and every ``checkpoint_steps``
-        optimizer steps; the newest ``keep_checkpoints`` are kept while training runs.
+        Written on their own cadence, not at evaluations or epoch ends: once ``checkpoint_minutes``
+        of training (wall time, 10 by default: a killed run, a Colab session that ends, loses at
+        most that much) have passed since the last one (or the start), every ``checkpoint_steps``
+        optimizer steps when given, and at the end of training; the newest ``keep_checkpoints``
+        are kept while training runs. The clock is read where the loss is (every ``log_steps``
+        steps), so a checkpoint is due at most ``log_steps`` steps late. A bert-base checkpoint
+        (weights and Adam moments) is about 1.3 GB: one per evaluation cost hours over a chapter.
+        The best evaluation's weights are kept apart (weights only), whenever it improves.
     """
 
     epochs: int = 1
@@ -78,19 +92,27 @@ class TrainingConfig:
     greater_is_better: bool = True
     early_stopping_patience: int | None = None
     checkpoint_steps: int | None = None
+    checkpoint_minutes: float | None = 10.0
     keep_checkpoints: int = 1
     log_steps: int = 10
+    compile: bool = False
+    tf32: bool = False
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "gradient_accumulation_steps", "keep_checkpoints", "log_steps"):
             check_positive_int(name, getattr(self, name))
         for name in ("max_steps", "gradient_cache_chunk", "eval_steps", "checkpoint_steps", "early_stopping_patience"):
             check_positive_int(name, getattr(self, name), optional=True)
+        for name in OPT_IN:
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ConfigError(f"seed must be an integer, got {self.seed!r}")
         for name in ("learning_rate", "adam_epsilon"):
             check_number(name, getattr(self, name), low=0.0, low_open=True)
         check_number("weight_decay", self.weight_decay, low=0.0)
+        if self.checkpoint_minutes is not None:
+            check_number("checkpoint_minutes", self.checkpoint_minutes, low=0.0, low_open=True)
         check_number("warmup_ratio", self.warmup_ratio, low=0.0, high=1.0)
         if self.max_grad_norm is not None:
             check_number("max_grad_norm", self.max_grad_norm, low=0.0, low_open=True)
@@ -187,12 +209,14 @@ class TrainingConfig:
         patience = self.early_stopping_patience
         return patience is not None and step - (best_step or 0) >= patience
 
-    def due_to_checkpoint(self, step: int, *, evaluated: bool, epoch_end: bool, done: bool) -> bool:
-        """Whether to write a checkpoint after optimizer step ``step``: after an evaluation, at the end
-        of an epoch or of training (``done``), and every ``checkpoint_steps`` (see Checkpoints above)."""
-        if evaluated or epoch_end or done:
+    def due_to_checkpoint(self, step: int, *, done: bool, minutes_since: float | None = None) -> bool:
+        """Whether to write a checkpoint after optimizer step ``step``: at the end of training (``done``),
+        every ``checkpoint_steps``, and once ``minutes_since`` (minutes of training since the last
+        checkpoint, where the caller read the clock; None: not read at this step) reach
+        ``checkpoint_minutes`` (see Checkpoints above). Evaluations and epoch ends write none."""
+        if done or (self.checkpoint_steps is not None and step % self.checkpoint_steps == 0):
             return True
-        return self.checkpoint_steps is not None and step % self.checkpoint_steps == 0
+        return minutes_since is not None and self.checkpoint_minutes is not None and minutes_since >= self.checkpoint_minutes
 
 
 class WarmupSchedule:

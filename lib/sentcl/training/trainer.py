@@ -54,17 +54,18 @@ from sentcl.embeddings import encode as encode_texts
 from sentcl.errors import ConfigError
 from sentcl.hashing import stable_hash
 from sentcl.io import atomic_directory, atomic_path
-from sentcl.models import fingerprint
-from sentcl.precision import autocast, note_use, resolve_precision
+from sentcl.models import compile_encoder, fingerprint
+from sentcl.precision import autocast, note_use, resolve_precision, tf32
 from sentcl.progress import progress_bar
 from sentcl.training import checkpoint, distributed
 from sentcl.training.callbacks import Callback
 from sentcl.training.checkpoint import TrainerState
-from sentcl.training.config import TrainingConfig
+from sentcl.training.config import OPT_IN, TrainingConfig
 from sentcl.training.distributed import Processes
 from sentcl.training.gradcache import backward_through_chunks, chunk_features, embed_without_graph
 from sentcl.training.health import mean_cosine, probe_sentences, training_health
 from sentcl.training.optim import UncorrectedAdam
+from sentcl.training.prefetch import BatchInputs, Features, to_device
 from sentcl.training.samplers import BatchSampler, RandomBatchSampler
 
 BATCH_EXTRAS = ("ids",)
@@ -72,10 +73,10 @@ BATCH_EXTRAS = ("ids",)
 Evaluator = Callable[[SentenceTransformer], dict[str, float]]
 """``model -> {metric name: value}``, e.g. :func:`sentcl.evaluation.scoring.dev_evaluator` (a task scored on a dev
 set); called in evaluation mode."""
-_RESULT_ONLY = ("log_steps", "keep_checkpoints", "checkpoint_steps")
+_RESULT_ONLY = ("log_steps", "keep_checkpoints", "checkpoint_steps", "checkpoint_minutes")
+"""Options that do not change the trained model: left out of the run's key."""
 PROBE_START_FILE = "probe_start.npy"
 """The starting model's embeddings of the health probe, in the run's output folder."""
-"""Options that do not change the trained model: left out of the run's key."""
 
 
 @dataclass
@@ -98,8 +99,9 @@ class TrainingResult:
     start, ``active`` and ``reason``; None for a run finished before health was recorded."""
     run: dict[str, Any] | None = None
     """What this call's training was and cost (``precision``: the one its steps ran in, ``wall_time_s``,
-    ``rows_trained_by_this_process``, ``pairs_per_s``, ``processes``); None when the run was found
-    finished and only loaded."""
+    ``rows_trained_by_this_process``, ``pairs_per_s``, ``processes``, and what it wrote to resume and to
+    keep the best model: ``checkpoints`` and ``best_weights``, each ``{"count", "bytes", "seconds"}``);
+    None when the run was found finished and only loaded. Whether it resumed: :attr:`resumed_from_step`."""
 
     @property
     def trained(self) -> bool:
@@ -191,8 +193,16 @@ class Trainer:
         self._initial_fingerprint: str | None = None
         self._plan: list[np.ndarray] | None = None
         self._groups: list[dict[str, Any]] | None = None  # optimizer parameter groups, set up by train()
-        self._step_terms: dict[str, float] = {}  # the loss's terms of the last optimizer step
+        self._unread: list[list[tuple[torch.Tensor, dict[str, torch.Tensor]]]] = []
+        """Per optimizer step since the losses were last read, per batch its loss and the loss's terms, on the
+        device: read in one transfer where the loop needs them (:meth:`_read_losses`), not after every step."""
+        self._writes = {"checkpoints": _Written(), "best_weights": _Written()}
+        self._checkpoint_clock = 0.0  # time.perf_counter() at the last checkpoint (or the start of this call)
+        self._checkpointed_best: int | None = None  # the best step the newest checkpoint on disk names
+        self._writer = checkpoint.CheckpointWriter()  # checkpoints written off the loop
+        self._writing_best: tuple[int | None, ...] = ()  # the best step the checkpoint being written names
         self._trained = False
+        self._inputs = BatchInputs(self._host_features, self.procs.device)
 
     # ------------------------------------------------------------------ identity
 
@@ -202,7 +212,8 @@ class Trainer:
         if self._initial_fingerprint is None:
             self._initial_fingerprint = fingerprint(self.model)
         get_config = getattr(self.loss, "get_config_dict", None)
-        config = {k: v for k, v in self.config.to_dict().items() if k not in _RESULT_ONLY}
+        config = {k: v for k, v in self.config.to_dict().items()
+                  if k not in _RESULT_ONLY and not (k in OPT_IN and v is False)}
         return {
             "config": config | {"precision": self.precision},
             "loss": {
@@ -252,9 +263,16 @@ class Trainer:
         if self._trained:
             raise ConfigError("this Trainer has trained its model already: build a new Trainer (and model) for another run")
         started = time.perf_counter()
-        resumed_from = self._prepare(run_key)
-        rows = self._loop()
-        health = self._finish()
+        if self.config.compile:
+            compile_encoder(self.model)
+        with tf32(self.config.tf32, self.precision, self.procs.device):
+            try:
+                resumed_from = self._prepare(run_key)
+                rows = self._loop()
+                health = self._finish()
+            finally:  # a checkpoint being written is finished and counted before this returns, even on an error
+                with contextlib.suppress(Exception):
+                    self._checkpoint_written()
         self._trained = True
         seconds = time.perf_counter() - started
         note_use("training runs", self.precision, self.procs.device)
@@ -267,27 +285,38 @@ class Trainer:
                 "rows_trained_by_this_process": rows,
                 "pairs_per_s": round(rows / seconds, 3) if seconds > 0 else None,
                 "processes": self.procs.world_size,
+                **{what: written.record() for what, written in self._writes.items()},
             },
         )
 
-    def step_gradients(self, batches: Sequence[Sequence[int] | np.ndarray]) -> float:
-        """The gradients one optimizer step computes from ``batches`` (lists of row indices into the
-        data, accumulated as ``gradient_accumulation_steps`` batches are), with gradient caching,
-        gathering and summing over processes as in training; left in the parameters' ``.grad``
-        (zeroed first). Returns the batches' mean loss. No optimizer step is taken."""
+    def _gradients(
+        self, batches: Sequence[Sequence[int] | np.ndarray], ahead: Sequence[np.ndarray] = ()
+    ) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+        """:meth:`step_gradients`, without reading the losses: per batch its loss and the loss's terms
+        (:attr:`sentcl.losses.SentclLoss.term_tensors`), detached, on the device; the batches ``ahead``
+        are tokenised meanwhile (:class:`~sentcl.training.prefetch.BatchInputs`)."""
         if self._groups is None:
             self._setup_processes()
         self.model.train()
         self.loss.train()
         for p in self._params:
             p.grad = None
-        values, terms = [], []
-        for rows in batches:
-            values.append(self._backward(np.asarray(rows, dtype=np.int64), 1.0 / len(batches)))
-            terms.append(dict(getattr(self.loss, "last_terms", {})))
+        losses = []
+        for k, rows in enumerate(batches):
+            features = self._inputs.take(np.asarray(rows, dtype=np.int64))
+            if k == 0:
+                self._inputs.ahead(ahead)
+            value = self._backward(np.asarray(rows, dtype=np.int64), features, 1.0 / len(batches))
+            losses.append((value, dict(getattr(self.loss, "term_tensors", {}))))
         self._reduce_gradients()
-        self._step_terms = {name: sum(t.get(name, 0.0) for t in terms) / len(terms) for name in terms[0]}
-        return sum(values) / len(values)
+        return losses
+
+    def step_gradients(self, batches: Sequence[Sequence[int] | np.ndarray]) -> float:
+        """The gradients one optimizer step computes from ``batches`` (lists of row indices into the
+        data, accumulated as ``gradient_accumulation_steps`` batches are), with gradient caching,
+        gathering and summing over processes as in training; left in the parameters' ``.grad``
+        (zeroed first). Returns the batches' mean loss. No optimizer step is taken."""
+        return _step_means(_read([self._gradients(batches)]))[0][0]
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, precision: str = "auto") -> np.ndarray:
         """Embeddings of ``texts`` by the current model (evaluation mode, no gradients, no cache),
@@ -314,6 +343,7 @@ class Trainer:
     def _setup_processes(self) -> None:
         """Join the process group (if launched by torchrun/accelerate) and check the loss can run there."""
         self.procs = distributed.setup(self.model.device)
+        self._inputs.device = self.procs.device
         if self.procs.distributed:
             self.model.to(self.procs.device)
             self.loss.to(self.procs.device)
@@ -418,6 +448,7 @@ class Trainer:
                 cb.load_state_dict(tree["callbacks"][cb.name])
         checkpoint.set_rng_state(tree["rng"][self.procs.rank])
         self._plan = checkpoint.unpack_plan(tree["plan"])
+        self._checkpointed_best = state.best_step
         return self.state.global_step
 
     # ------------------------------------------------------------------ the loop
@@ -434,6 +465,9 @@ class Trainer:
             disable=not (self.show_progress and self.procs.is_main),
         )
         rows_total, rows_window, window_start = 0, 0, time.perf_counter()
+        self._checkpoint_clock = window_start
+        read_every_step = any(cb.reads_step_loss for cb in self.callbacks)
+        self._inputs.start()
         try:
             while not st.done:
                 if self._plan is None:
@@ -442,25 +476,30 @@ class Trainer:
                 plan = self._plan
                 epoch_steps = cfg.optimizer_steps(len(plan))
                 while st.batches_done < len(plan) and not st.done:
-                    group = plan[st.batches_done : st.batches_done + cfg.gradient_accumulation_steps]
-                    value = self._optimizer_step(group)
+                    accumulate = cfg.gradient_accumulation_steps
+                    group = plan[st.batches_done : st.batches_done + accumulate]
+                    self._inputs.ahead(group)
+                    self._unread.append(self._optimizer_step(group, ahead=plan[st.batches_done + accumulate :][:accumulate]))
+                    self._inputs.settle()  # the tokenizer is free for evaluations, callbacks and samplers
                     rows = sum(len(b) for b in group)
                     rows_total, rows_window = rows_total + rows, rows_window + rows
                     st.batches_done += len(group)
                     st.global_step += 1
-                    st.loss_since_log.add(value)
-                    st.loss_since_eval.add(value)
-                    for term, term_value in self._step_terms.items():
-                        st.terms_sum_since_log[term] = st.terms_sum_since_log.get(term, 0.0) + term_value
+                    if read_every_step:
+                        self._read_losses()
                     progress = st.epoch + st.batches_done / len(plan)
                     epoch_end = st.batches_done == len(plan)
                     last = st.global_step >= st.total_steps or (epoch_end and st.epoch + 1 == cfg.epochs)
                     for cb in self.callbacks:
                         cb.on_step_end(self)
+                    minutes_since = None
                     if cfg.due_to_log(st.global_step, last=last):
+                        self._read_losses()
                         now = time.perf_counter()
                         self._log(progress, bar, pairs_per_s=rows_window / max(now - window_start, 1e-9))
                         rows_window, window_start = 0, now
+                        # every process checkpoints together: the first one's clock decides
+                        minutes_since = distributed.broadcast((now - self._checkpoint_clock) / 60, self.procs)
                     evaluate = cfg.due_to_evaluate(
                         st.global_step,
                         cfg.optimizer_steps(st.batches_done),
@@ -469,22 +508,40 @@ class Trainer:
                         evaluator=self.evaluator is not None,
                     )
                     if evaluate:
+                        self._read_losses()
                         self._evaluate(progress, bar)
                     if epoch_end:
                         st.epoch += 1
                         self._plan = None
                     if last or st.stopped_early:
                         st.done = True
-                    if cfg.due_to_checkpoint(st.global_step, evaluated=evaluate, epoch_end=epoch_end, done=st.done):
+                    if cfg.due_to_checkpoint(st.global_step, done=st.done, minutes_since=minutes_since):
+                        self._read_losses()
                         self._save_checkpoint()
                     bar.update(1)
         finally:
+            self._inputs.close()
             bar.close()
         return rows_total
 
-    def _optimizer_step(self, group: list[np.ndarray]) -> float:
-        """One optimizer step over ``group`` (the accumulated batches); returns their mean loss."""
-        value = self.step_gradients(group)
+    def _read_losses(self) -> None:
+        """Add the losses of the steps since the last read to the running means (and the loss's terms to
+        their sums), read from the device in one transfer: the loop's one host-device sync, at logging,
+        evaluation and checkpoint steps (every step for a callback that :attr:`~Callback.reads_step_loss`)."""
+        st = self.state
+        for value, terms in _step_means(_read(self._unread)):
+            st.loss_since_log.add(value)
+            st.loss_since_eval.add(value)
+            for term, term_value in terms.items():
+                st.terms_sum_since_log[term] = st.terms_sum_since_log.get(term, 0.0) + term_value
+        self._unread = []
+
+    def _optimizer_step(
+        self, group: list[np.ndarray], ahead: Sequence[np.ndarray] = ()
+    ) -> list[tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+        """One optimizer step over ``group`` (the accumulated batches), tokenising the batches ``ahead`` (the next
+        step's) meanwhile; returns their losses, unread (:meth:`_gradients`)."""
+        losses = self._gradients(group, ahead)
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         if self.config.max_grad_norm is not None:
@@ -501,28 +558,27 @@ class Trainer:
         if stepped:  # as the HF trainer: a step the scaler skipped does not advance the schedule
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return value
+        return losses
 
     def _reduce_gradients(self) -> None:
         """Sum the model's gradients over the processes; average the loss's own (already complete)."""
         distributed.all_reduce_gradients(self._model_params, self.procs, average=False)
         distributed.all_reduce_gradients(self._loss_params, self.procs, average=True)
 
-    def _backward(self, rows: np.ndarray, weight: float) -> float:
-        """Loss of one batch and its gradients (times ``weight``); returns the batch's loss."""
+    def _backward(self, rows: np.ndarray, features: Features, weight: float) -> torch.Tensor:
+        """Loss of the batch ``rows`` (this process's share of its columns tokenised on the device: ``features``)
+        and its gradients (times ``weight``); returns the batch's loss (detached, unread)."""
         device, chunk = self.procs.device, self.config.gradient_cache_chunk
         labels = None
         if self.data.labels is not None:
-            labels = torch.as_tensor(self.data.labels[rows], device=device)
-        extras = {"ids": torch.as_tensor(self.data.ids[rows], device=device)}
-        extras = {name: extras[name] for name in self.extras}
+            labels = to_device(np.asarray(self.data.labels[rows]), device)
+        extras = {name: to_device(np.asarray(self.data.ids[rows]), device) for name in self.extras}  # "ids", the one extra
         local = distributed.shard(rows, self.procs)
-        features = [self._tokenize(texts) for texts in self.data.batch_texts(local)] if len(local) else []
         with self._autocast():
             if not (self.procs.distributed or chunk):
                 value = self.loss(features, labels, **extras)
                 self._scaled_backward(value * weight)
-                return float(value.detach())
+                return value.detach()
             cached = []
             if not len(local):
                 dim = self.model.get_embedding_dimension()
@@ -544,11 +600,12 @@ class Trainer:
             for chunks, states, leaf in cached:
                 if leaf.grad is not None:  # a column the loss does not use has no gradient to pass on
                     backward_through_chunks(self.model, chunks, states, leaf.grad)
-        return float(value.detach())
+        return value.detach()
 
-    def _tokenize(self, texts: list[str]) -> dict[str, Any]:
-        features = self.model.preprocess(texts)
-        return {k: v.to(self.procs.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+    def _host_features(self, rows: np.ndarray) -> Features:
+        """This process's share of the batch ``rows``, each column tokenised by the model, on the host."""
+        local = distributed.shard(rows, self.procs)
+        return [self.model.preprocess(texts) for texts in self.data.batch_texts(local)] if len(local) else []
 
     def _autocast(self):
         return autocast(self.precision, self.procs.device)
@@ -591,7 +648,10 @@ class Trainer:
             if cfg.improves(value, st.best_metric):
                 st.best_metric, st.best_step = value, st.global_step
                 if self.procs.is_main:
-                    checkpoint.save_best(self.output_dir, st.global_step, self.model.state_dict(), entry)
+                    with self._writes["best_weights"].timed() as written:
+                        written.add(checkpoint.save_best(self.output_dir, st.global_step, self.model.state_dict(), entry))
+                    # the best weights the newest checkpoint names stay until a newer checkpoint names these
+                    checkpoint.prune_best(self.output_dir, st.best_step, self._checkpointed_best, *self._writing_best)
             elif cfg.due_to_stop(st.global_step, st.best_step):
                 st.stopped_early = True
         for cb in self.callbacks:
@@ -615,13 +675,28 @@ class Trainer:
                 "callbacks": {cb.name: cb.state_dict() for cb in self.callbacks},
                 "rng": rngs,
             }
-            checkpoint.save_checkpoint(self.output_dir, self.state, parts, keep=self.config.keep_checkpoints)
-            checkpoint.prune_best(self.output_dir, self.state.best_step)
+            with self._writes["checkpoints"].timed():  # the loop waits: the previous write, the copy to host memory
+                self._checkpoint_written()
+                self._writer.save(self.output_dir, self.state, parts, keep=self.config.keep_checkpoints)
+                self._writing_best = (self.state.best_step,)
         distributed.barrier(self.procs)
+        self._checkpoint_clock = time.perf_counter()
+
+    def _checkpoint_written(self) -> None:
+        """Wait for the checkpoint being written (raising its error), count it, and remove the best weights that
+        no checkpoint on disk names any more."""
+        self._writer.wait()
+        for folder, seconds in self._writer.written:
+            self._writes["checkpoints"].add(folder, background_seconds=seconds)
+        self._writer.written.clear()
+        if self._writing_best:
+            self._checkpointed_best, self._writing_best = self._writing_best[0], ()
+            checkpoint.prune_best(self.output_dir, self.state.best_step, self._checkpointed_best)
 
     def _finish(self) -> dict[str, Any] | None:
         """Write the run's model and its finished state with its health (returned; None off the main process)."""
         st = self.state
+        self._checkpoint_written()
         if st.best_step is not None:
             self.model.load_state_dict(checkpoint.load_best(self.output_dir, st.best_step))
         distributed.barrier(self.procs)
@@ -631,7 +706,8 @@ class Trainer:
                 self.model.save(str(tmp), create_model_card=False)
             start = self.output_dir / PROBE_START_FILE
             moved = mean_cosine(self._probe(), np.load(start)) if start.is_file() else None
-            health = training_health(self.config, st.total_steps, st.global_step, st.losses, moved)
+            health = training_health(self.config, st.total_steps, st.global_step, st.losses, moved,
+                                     chance=getattr(self.loss, "chance_level", None))
             checkpoint.write_finished(self.output_dir, st, self.describe(), health)
         for cb in self.callbacks:
             cb.on_train_end(self)
@@ -660,6 +736,50 @@ class Trainer:
             health=health,
             run=run,
         )
+
+
+class _Written:
+    """How many files of one kind (checkpoints, best weights) a run wrote, their bytes and seconds."""
+
+    def __init__(self) -> None:
+        self.count, self.bytes, self.seconds, self.background_seconds = 0, 0, 0.0, 0.0
+
+    @contextlib.contextmanager
+    def timed(self) -> Iterator[_Written]:
+        started = time.perf_counter()
+        try:
+            yield self
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def add(self, folder: Path, background_seconds: float = 0.0) -> None:
+        """Count the folder just written, its files' bytes, and the seconds a background thread spent writing it."""
+        self.count += 1
+        self.bytes += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        self.background_seconds += background_seconds
+
+    def record(self) -> dict[str, Any]:
+        """``count``, ``bytes``, ``seconds`` (the training loop waited) and ``background_seconds`` (written meanwhile)."""
+        return {"count": self.count, "bytes": self.bytes, "seconds": round(self.seconds, 3),
+                "background_seconds": round(self.background_seconds, 3)}
+
+
+def _read(unread: list[list[tuple[torch.Tensor, dict[str, torch.Tensor]]]]) -> list[list[tuple[float, dict[str, float]]]]:
+    """The losses and terms of :meth:`Trainer._gradients` (per step, per batch) as Python floats, read in one
+    transfer from the device: each value as ``float(tensor)`` reads it (via float64, which holds every
+    float32, bfloat16 and float16 value exactly)."""
+    flat = [t for step in unread for value, terms in step for t in (value, *terms.values())]
+    numbers = iter(torch.stack([t.double().reshape(()) for t in flat]).tolist() if flat else [])
+    return [[(next(numbers), {name: next(numbers) for name in terms}) for _, terms in step] for step in unread]
+
+
+def _step_means(steps: list[list[tuple[float, dict[str, float]]]]) -> list[tuple[float, dict[str, float]]]:
+    """Per optimizer step, the mean loss of its batches and the mean of each term (a term a batch lacks counts 0)."""
+    out = []
+    for batches in steps:
+        values, terms = [v for v, _ in batches], [t for _, t in batches]
+        out.append((sum(values) / len(values), {name: sum(t.get(name, 0.0) for t in terms) / len(terms) for name in terms[0]}))
+    return out
 
 
 def _checked_metrics(metrics: Any) -> dict[str, float]:
