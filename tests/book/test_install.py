@@ -44,7 +44,7 @@ def test_the_install_cell_round_trips_its_source():
 
 def checkout_copy(tmp_path: Path, urls: str | None = None) -> Path:
     """A copy of what set_repository and the book build read: pyproject (with ``urls`` as its
-    [project.urls] table), README, notebooks, book sources; the library and data linked."""
+    [project.urls] table), README, notebooks, book sources; the library, data and pins linked."""
     tree = tmp_path / "tree"
     tree.mkdir()
     for name in ("README.md", "_config.yml", "_toc.yml"):
@@ -56,7 +56,7 @@ def checkout_copy(tmp_path: Path, urls: str | None = None) -> Path:
     shutil.copytree(ROOT / "notebooks", tree / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     shutil.copytree(ROOT / "book", tree / "book", ignore=shutil.ignore_patterns("_vendor", "_generated"))
     (tree / "book" / "_vendor").symlink_to(ROOT / "book" / "_vendor", target_is_directory=True)
-    for part in ("lib", "data"):
+    for part in ("lib", "data", "requirements"):
         (tree / part).symlink_to(ROOT / part, target_is_directory=True)
     (tree / "benchmarks").mkdir()
     (tree / "benchmarks" / "results").symlink_to(ROOT / "benchmarks" / "results", target_is_directory=True)

@@ -100,6 +100,7 @@ def test_a_sentcl_reproduce_run_resolves_to_what_it_injected(chapter, profile, t
     resolution keeps them all, so its runs are what they were before notebooks resolved profiles."""
     defaults = parameters.notebook_parameters(ROOT / "notebooks" / f"{chapter}.ipynb")
     override = next(name for name, value in defaults.items() if type(value) is int)  # -p NAME 7 on an int parameter
+    (tmp_path / "data").mkdir()  # the data root a profile that reads one must find
     data = DataChoice(tmp_path / "data", profile == "smoke")
     plan = runner.plan_chapter(ROOT, chapter, profile, [(override, "7")], data, tmp_path)
     assert plan.parameters[override] == 7
@@ -110,9 +111,10 @@ def test_a_sentcl_reproduce_run_resolves_to_what_it_injected(chapter, profile, t
 
 @pytest.mark.parametrize("profile", ["smoke", "demo", "rehearsal", "paper"])
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
-def test_papermill_with_only_the_profile_gets_what_sentcl_reproduce_injects(chapter, profile, tmp_path, capsys):
+def test_papermill_with_only_the_profile_gets_what_sentcl_reproduce_injects(chapter, profile, tmp_path, capsys, monkeypatch):
     """`papermill <nb> out.ipynb -p profile X` resolves to the parameters `sentcl reproduce --profile X`
     runs with, but for the data root and the output folder that reproduce sets itself."""
+    monkeypatch.setenv("SENTCL_DATA", str(tmp_path))  # the paper profile's parameter check needs a data root
     plan = runner.plan_chapter(ROOT, chapter, profile, [], DataChoice(tmp_path / "data", False), tmp_path / "out")
     defaults = parameters.notebook_parameters(plan.notebook)
     resolved = parameters.resolve_parameters(chapter, {**defaults, "profile": profile}, given={"profile"})

@@ -50,7 +50,7 @@ from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
 from . import site
 from .chapter import CHAPTERS, OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
 from .markdown import duration
-from .parameters import INJECTED, notebook_parameters, parse_value, read_profiles, unknown_parameter
+from .parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, unknown_parameter
 from .records import RunRecord, environment, precision_uses_file, write_run_record
 from .results import PROFILES, RUN_ID_ENV, new_run_id
 
@@ -271,8 +271,9 @@ def reproduce(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace, root: Path, chapters: list[str], out: Path, book_dir: Path) -> int:
     outcomes: list[Outcome] = []
     if not args.book_only:
-        if args.profile == "smoke" and args.data_dir:
-            print("sentcl: the smoke profile always reads data/samples; --data-dir is ignored", file=sys.stderr)
+        unread = check_data_dir(args.profile, args.data_dir, "--data-dir")
+        if unread:
+            print(f"sentcl: WARNING: {unread}", file=sys.stderr)
         data = resolve_data(args.profile, args.data_dir)
         if data.warning:
             print(f"sentcl: WARNING: {data.warning}", file=sys.stderr)
