@@ -182,13 +182,7 @@ class ArtifactCache:
             listed = read_json(folder / MANIFEST, "an artifact manifest").get("files")
         except (DataFormatError, DataMissingError, AttributeError) as exc:
             return f"unreadable manifest ({exc})"
-        for name, size in (listed or {}).items():
-            path = folder / name
-            if not path.is_file():
-                return f"{name} is missing"
-            if path.stat().st_size != size:
-                return f"{name} has {path.stat().st_size:,} bytes, the manifest {size:,}"
-        return None
+        return _size_damage(folder, listed or {}, "the manifest")
 
     def discard(self, stage: Stage, problem: str) -> None:
         """Remove a finished ``stage`` found damaged (e.g. unloadable), saying so in one line; the next
@@ -285,6 +279,17 @@ def _file_sizes(folder: Path, skip: str = MANIFEST) -> dict[str, int]:
     }
 
 
+def _size_damage(folder: Path, listed: Mapping[str, int], where: str) -> str | None:
+    """The first file of ``listed`` (path under ``folder`` -> size, from ``where``) missing or of another size."""
+    for name, size in listed.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != size:
+            return f"{name} has {path.stat().st_size:,} bytes, {where} {size:,}"
+    return None
+
+
 # --------------------------------------------------------------------------- cached folders
 
 
@@ -315,12 +320,9 @@ def folder_damage(folder: Path) -> str | None:
             listed = dict(read_json(listed_path, "a cached folder's file list"))
         except (DataFormatError, DataMissingError, TypeError, ValueError) as exc:
             return f"unreadable {FILE_LIST} ({exc})"
-    for name, size in (listed or {}).items():
-        path = folder / name
-        if not path.is_file():
-            return f"{name} is missing"
-        if path.stat().st_size != size:
-            return f"{name} has {path.stat().st_size:,} bytes, {FILE_LIST} {size:,}"
+    problem = _size_damage(folder, listed or {}, FILE_LIST)
+    if problem is not None:
+        return problem
     for path in sorted(folder.rglob("*.safetensors")):
         problem = safetensors_damage(path)
         if problem is not None:

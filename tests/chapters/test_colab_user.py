@@ -70,7 +70,8 @@ def released_wheel(tmp_path_factory) -> Path:
     assert proc.returncode == 0, proc.stderr
     built = sorted((tree / "dist").glob("sentcl-*-py3-none-any.whl"))
     assert [str(p) for p in built] == [proc.stdout.strip()]
-    assert not (ROOT / "build").exists() and not list(ROOT.glob("*.egg-info"))
+    assert {p.name for p in tree.iterdir()} == {part.split("/")[0] for part in install.SOURCES} | {"dist"}  # no build/
+    assert not list(tree.glob("**/*.egg-info")) and not (tree / "benchmarks" / "build").exists()
     return built[0]
 
 
