@@ -63,3 +63,19 @@ def test_outside_a_kernel_nothing_is_registered():
 def _mk(folder: Path) -> Path:
     folder.mkdir()
     return folder
+
+
+def test_a_chapter_notebook_given_a_data_dir_that_is_no_folder_stops_with_one_line(tmp_path):
+    """`papermill notebooks/mnrl_sbert.ipynb out.ipynb -p profile demo -p data_dir /nonexistent`: the
+    parameter check (the cell after the install cell) stops the run with the error's one line."""
+    root = Path(__file__).resolve().parents[2]
+    environ = {k: v for k, v in os.environ.items() if k not in ("SENTCL_DEBUG", "SENTCL_DATA")}
+    proc = subprocess.run([sys.executable, "-m", "papermill", str(root / "notebooks" / "mnrl_sbert.ipynb"), "out.ipynb",
+                           "-p", "profile", "demo", "-p", "data_dir", "/nonexistent"],
+                          capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=300)
+    assert proc.returncode != 0
+    nb = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    [error] = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    line = "ConfigError: data root /nonexistent is not a directory (from data_dir / --data-dir)"
+    assert error.traceback == [line]
+    assert proc.stderr.rstrip().endswith(line) and "resolve_parameters" not in proc.stderr
