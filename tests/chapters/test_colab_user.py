@@ -58,21 +58,23 @@ def wheelhouse(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def released_wheel(tmp_path_factory) -> Path:
-    """The wheel the README's command builds: ``make wheel`` (``sentcl wheel --out dist``), run on a copy
-    of the checkout's sources (so the checkout's own dist/ is untouched); it leaves no build/ behind."""
-    tree = tmp_path_factory.mktemp("checkout")
-    for part in install.SOURCES:
-        source = ROOT / part
-        (tree / part).parent.mkdir(parents=True, exist_ok=True)
-        (tree / part).symlink_to(source, target_is_directory=source.is_dir())
-    proc = subprocess.run([str(Path(sys.executable).with_name("sentcl")), "wheel", "--out", str(tree / "dist")],
-                          capture_output=True, text=True, timeout=600, cwd=tree)
+    """The wheel the README's command builds: ``make wheel`` runs ``sentcl wheel --out dist``, here into a
+    temporary folder; the checkout is left as it was (no build/, no egg-info: git sees nothing new)."""
+    out = tmp_path_factory.mktemp("dist")
+    before = _checkout_state()
+    proc = subprocess.run([str(Path(sys.executable).with_name("sentcl")), "wheel", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=out)
     assert proc.returncode == 0, proc.stderr
-    built = sorted((tree / "dist").glob("sentcl-*-py3-none-any.whl"))
+    built = sorted(out.glob("sentcl-*-py3-none-any.whl"))
     assert [str(p) for p in built] == [proc.stdout.strip()]
-    assert {p.name for p in tree.iterdir()} == {part.split("/")[0] for part in install.SOURCES} | {"dist"}  # no build/
-    assert not list(tree.glob("**/*.egg-info")) and not (tree / "benchmarks" / "build").exists()
+    assert _checkout_state() == before and not (ROOT / "build").exists()
     return built[0]
+
+
+def _checkout_state() -> str:
+    """Every file git sees in the checkout that is not committed as it is, ignored ones included."""
+    return subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--ignored"], capture_output=True, text=True,
+                          check=True).stdout
 
 
 def _uv() -> str:
