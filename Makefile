@@ -2,6 +2,8 @@
 #   make book   set up .venv, run every chapter notebook in the demo profile, build the HTML book
 #   make test   set up .venv, run the tests (the smoke-profile book included)
 #   make check  the fast lane of an edit-test loop: lint, types, the tests not marked slow (no smoke book)
+#   make wheel  set up .venv, build the release wheel dist/sentcl-<version>-py3-none-any.whl (for Colab:
+#               upload it beside a chapter notebook); built from a copy, it leaves no build/ in the checkout
 #
 # Everything is pinned: torch first (CPU build), then the rest under requirements/lock.txt.
 
@@ -20,12 +22,13 @@ DATA_DIR ?= $(or $(SENTCL_DATA),$(wildcard ../shared/data))
 PROFILE ?= demo
 PYTEST_ARGS ?=
 
-.PHONY: setup book test check lock browser clean help
+.PHONY: setup book test check wheel lock browser clean help
 
 help:
 	@echo "make book   set up .venv and build the book (profile $(PROFILE)) into _build/html"
 	@echo "make test   set up .venv and run the tests"
 	@echo "make check  lint, types and the tests not marked slow (no smoke book): the edit-test loop"
+	@echo "make wheel  set up .venv and build the release wheel into dist/ (upload it beside a notebook on Colab)"
 	@echo "make lock   re-resolve requirements/lock.txt from pyproject.toml"
 
 MATHJAX := book/_vendor/mathjax/.version
@@ -71,6 +74,9 @@ check: setup
 
 book: setup
 	$(BIN)/sentcl reproduce --profile $(PROFILE) $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
+
+wheel: $(VENV)/.installed
+	$(BIN)/sentcl wheel --out dist
 
 lock:
 	test -x $(BIN)/uv || { $(PYTHON) -m venv $(VENV) && $(BIN)/python -m pip install -q "uv==$(UV_VERSION)"; }

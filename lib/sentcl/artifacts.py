@@ -31,10 +31,18 @@ files no longer match (a file truncated, removed, or grown) is damaged: :meth:`A
 says so in one line (:func:`sentcl.io.report_damaged`) and builds it again instead of returning it.
 A caller that finds a stage unreadable when it loads it (a load check) calls
 :meth:`ArtifactCache.discard` and builds again.
+
+**Cached folders outside the stages** (the tiny encoders and re-pooled transformers that
+:mod:`sentcl.models` keeps under ``cache_root()/models``) go through :func:`cached_folder`: each keeps
+the list of its files' sizes (:data:`FILE_LIST`), and every ``*.safetensors`` file's header must
+describe the bytes the file holds; a folder that fails either check (a full disk, a killed sync) is
+said in one line and built again, never handed to a loader that would fail with a deserialisation
+error.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -50,11 +58,13 @@ import numpy as np
 
 from .errors import ConfigError, DataFormatError, DataMissingError
 from .hashing import stable_hash
-from .io import atomic_write_json, file_lock, fsync_tree, read_json, report_damaged
+from .io import atomic_directory, atomic_write_json, file_lock, fsync_tree, read_json, report_damaged
 from .paths import cache_root
 
 MANIFEST = "artifact.json"
 """The manifest file every finished stage holds (written last, before the rename)."""
+FILE_LIST = ".sentcl-files.json"
+"""The list of a :func:`cached_folder`'s files and their sizes, written when it is built."""
 RESULT = "result.json"
 """The file :meth:`ArtifactCache.cached_json` keeps a JSON result in."""
 KEY_VERSION = 1
@@ -172,13 +182,7 @@ class ArtifactCache:
             listed = read_json(folder / MANIFEST, "an artifact manifest").get("files")
         except (DataFormatError, DataMissingError, AttributeError) as exc:
             return f"unreadable manifest ({exc})"
-        for name, size in (listed or {}).items():
-            path = folder / name
-            if not path.is_file():
-                return f"{name} is missing"
-            if path.stat().st_size != size:
-                return f"{name} has {path.stat().st_size:,} bytes, the manifest {size:,}"
-        return None
+        return _size_damage(folder, listed or {}, "the manifest")
 
     def discard(self, stage: Stage, problem: str) -> None:
         """Remove a finished ``stage`` found damaged (e.g. unloadable), saying so in one line; the next
@@ -266,13 +270,89 @@ class ArtifactCache:
         return file_lock(self.root / stage.name / f".{stage.key}.lock")
 
 
-def _file_sizes(folder: Path) -> dict[str, int]:
-    """Every file under ``folder`` (but the manifest) -> its size in bytes, by its path relative to ``folder``."""
+def _file_sizes(folder: Path, skip: str = MANIFEST) -> dict[str, int]:
+    """Every file under ``folder`` (but ``skip``, the list itself) -> its size in bytes, by its path relative to ``folder``."""
     return {
         path.relative_to(folder).as_posix(): path.stat().st_size
         for path in sorted(folder.rglob("*"))
-        if path.is_file() and path.name != MANIFEST
+        if path.is_file() and path.name != skip
     }
 
 
-__all__ = ["MANIFEST", "RESULT", "ArtifactCache", "Stage", "jsonable"]
+def _size_damage(folder: Path, listed: Mapping[str, int], where: str) -> str | None:
+    """The first file of ``listed`` (path under ``folder`` -> size, from ``where``) missing or of another size."""
+    for name, size in listed.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != size:
+            return f"{name} has {path.stat().st_size:,} bytes, {where} {size:,}"
+    return None
+
+
+# --------------------------------------------------------------------------- cached folders
+
+
+def cached_folder(folder: str | os.PathLike, build: Callable[[Path], Any]) -> Path:
+    """``folder``, a cached folder of files (a model checkpoint), checked: when it is missing, or damaged
+    (:func:`folder_damage`, said in one line), ``build(tmp)`` fills a fresh folder that replaces it in one
+    rename (:func:`sentcl.io.atomic_directory`), with the list of its files' sizes (:data:`FILE_LIST`)."""
+    folder = Path(folder)
+    if folder.is_dir():
+        problem = folder_damage(folder)
+        if problem is None:
+            return folder
+        report_damaged(folder, problem, "building it again")
+    with atomic_directory(folder) as tmp:
+        build(tmp)
+        atomic_write_json(tmp / FILE_LIST, _file_sizes(tmp, skip=FILE_LIST))
+    return folder
+
+
+def folder_damage(folder: Path) -> str | None:
+    """What is wrong with a cached folder (None: nothing): a file its :data:`FILE_LIST` lists missing or of
+    another size, or a ``*.safetensors`` file shorter than its header says (:func:`safetensors_damage`). A
+    folder written before the list existed is checked on its safetensors files, then given its list."""
+    listed_path = folder / FILE_LIST
+    listed = None
+    if listed_path.is_file():
+        try:
+            listed = dict(read_json(listed_path, "a cached folder's file list"))
+        except (DataFormatError, DataMissingError, TypeError, ValueError) as exc:
+            return f"unreadable {FILE_LIST} ({exc})"
+    problem = _size_damage(folder, listed or {}, FILE_LIST)
+    if problem is not None:
+        return problem
+    for path in sorted(folder.rglob("*.safetensors")):
+        problem = safetensors_damage(path)
+        if problem is not None:
+            return f"{path.relative_to(folder).as_posix()}: {problem}"
+    if listed is None:
+        sizes = _file_sizes(folder, skip=FILE_LIST)
+        if not sizes:
+            return "it holds no files"
+        atomic_write_json(listed_path, sizes)
+    return None
+
+
+def safetensors_damage(path: Path) -> str | None:
+    """What is wrong with a safetensors file (None: nothing found), from its header alone: 8 bytes giving the
+    header's length, the header (JSON: each tensor's byte range), then the tensors' bytes. A file cut short
+    (a full disk, a killed copy) holds fewer bytes than its header describes."""
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as f:
+            length = int.from_bytes(f.read(8), "little") if size >= 8 else -1
+            if not 0 < length <= size - 8:
+                return f"{size:,} bytes, too short for its header (of {length:,} bytes)" if length > 0 else "no header"
+            header = json.loads(f.read(length))
+    except (OSError, ValueError) as exc:
+        return f"unreadable header ({exc})"
+    ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__" and isinstance(entry, dict)
+            and "data_offsets" in entry]
+    needed = 8 + length + max(ends, default=0)
+    return None if size >= needed else f"{size:,} bytes, its header describes {needed:,}"
+
+
+__all__ = ["FILE_LIST", "MANIFEST", "RESULT", "ArtifactCache", "Stage", "cached_folder", "folder_damage", "jsonable",
+           "safetensors_damage"]

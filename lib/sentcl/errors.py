@@ -1,17 +1,26 @@
 """Errors that carry what went wrong, where, and what was expected.
 
 Every error the library raises on purpose is a :class:`SentclError`; the command line
-prints it as one line (no traceback) and exits with status 2.
+prints it as one line (no traceback) and exits with status 2. In a notebook (a Jupyter or
+Colab kernel, papermill's) the same holds: importing this module in an IPython kernel
+registers :func:`show_in_one_line`, so a cell that raises a SentclError ends the run with
+``<ErrorName>: <message>`` as its only output, in the saved notebook and in papermill's log;
+``$SENTCL_DEBUG=1`` (:data:`DEBUG_ENV`) shows the full traceback instead.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Sequence
 from os import PathLike
 from typing import Literal, TypeVar, overload
 
 T = TypeVar("T")
+
+DEBUG_ENV = "SENTCL_DEBUG"
+"""Set to 1 to see the traceback of a sentcl error in a notebook (by default: its one line)."""
 
 
 class SentclError(Exception):
@@ -93,3 +102,32 @@ def check_positive_int(name: str, value: object, *, optional: bool = False) -> i
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{name} must be a positive integer{' or None' if optional else ''}, got {value!r}")
     return value
+
+
+# --------------------------------------------------------------------------- in a notebook
+
+
+def _one_line(shell, etype, value, tb, tb_offset=None) -> None:
+    """IPython's handler for a SentclError: the error's one line as the cell's error output (the
+    full traceback when ``$SENTCL_DEBUG`` is set). The cell still fails: papermill stops there."""
+    if os.environ.get(DEBUG_ENV, "").strip() not in ("", "0"):
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    else:
+        shell._showtraceback(etype, value, [f"{etype.__name__}: {value}"])
+
+
+def show_in_one_line() -> bool:
+    """In a running IPython (a notebook kernel), show every :class:`SentclError` a cell raises as its
+    one line, no traceback (:data:`DEBUG_ENV` brings the traceback back). Returns whether a kernel
+    was found; a kernel whose custom exception handler is someone else's is left alone."""
+    if "IPython" not in sys.modules:  # never imports IPython into a plain Python
+        return False
+    shell = sys.modules["IPython"].get_ipython()
+    if shell is None or not hasattr(shell, "_showtraceback"):
+        return False
+    if shell.custom_exceptions in ((), (SentclError,)):
+        shell.set_custom_exc((SentclError,), _one_line)
+    return True
+
+
+show_in_one_line()

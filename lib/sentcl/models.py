@@ -46,8 +46,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -60,9 +58,9 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, WeightedLayerPooling
 
+from .artifacts import cached_folder
 from .errors import ConfigError, DataMissingError, SentclError, check_choice, check_number
 from .hashing import stable_hash, texts_hash
-from .io import atomic_directory
 from .paths import cache_root, resource
 
 POOLINGS = ("mean", "cls", "cls_before_pooler", "first_last_avg", "first_layer_last_avg")
@@ -351,27 +349,15 @@ def tiny_checkpoint(seed: int = 0) -> Path:
     """The tiny encoder for ``seed`` as a plain transformers checkpoint directory.
 
     Built once per (seed, configuration, vocabulary) under ``cache_root()/models/`` and
-    written atomically (built in a temporary folder, then renamed). Weights are drawn with
+    written atomically (built in a temporary folder, then renamed); a damaged copy is built again
+    (:func:`sentcl.artifacts.cached_folder`). Weights are drawn with
     NumPy's PCG64 from a seed derived from (``seed``, parameter name), so they do not depend
     on torch's or transformers' initialisation code: normal(0, ``initializer_range``) for
     weight matrices and embeddings, 1 for LayerNorm scales, 0 for biases.
     """
     vocab = _tiny_vocab()
     key = stable_hash({"config": TINY_CONFIG, "vocab": texts_hash(vocab), "seed": int(seed), "init": "pcg64-normal-v1"})
-    target = cache_root() / "models" / f"tiny-seed{int(seed)}-{key}"
-    if (target / "config.json").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        _build_tiny(build, vocab, int(seed))
-        os.rename(build, target)
-    except OSError:
-        if not (target / "config.json").is_file():  # not just a concurrent builder winning the rename
-            raise
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-    return target
+    return cached_folder(cache_root() / "models" / f"tiny-seed{int(seed)}-{key}", lambda folder: _build_tiny(folder, vocab, int(seed)))
 
 
 def _tiny_vocab() -> list[str]:
@@ -504,10 +490,7 @@ def pooled_encoder(model, pooling: str, max_seq_length: int | None = None):
     transformer = next(iter(model), None)
     if not isinstance(transformer, Transformer):
         raise ConfigError(f"the model's first module is a {type(transformer).__name__}, not a Transformer: cannot re-pool it")
-    folder = cache_root() / "models" / f"transformer-{fingerprint(model)}"
-    if not (folder / "config.json").is_file():
-        with atomic_directory(folder) as tmp:
-            transformer.save(os.fspath(tmp))
+    folder = cached_folder(cache_root() / "models" / f"transformer-{fingerprint(model)}", lambda tmp: transformer.save(os.fspath(tmp)))
     return load_encoder(folder, pooling=pooling, max_seq_length=length, device=str(model.device))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from sentcl.book import install, site
-from sentcl.errors import ConfigError
+from sentcl.errors import ConfigError, SentclError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +45,7 @@ def test_the_install_cell_round_trips_its_source():
 
 def checkout_copy(tmp_path: Path, urls: str | None = None) -> Path:
     """A copy of what set_repository and the book build read: pyproject (with ``urls`` as its
-    [project.urls] table), README, notebooks, book sources; the library and data linked."""
+    [project.urls] table), README, notebooks, book sources; the library, data and pins linked."""
     tree = tmp_path / "tree"
     tree.mkdir()
     for name in ("README.md", "_config.yml", "_toc.yml"):
@@ -56,7 +57,7 @@ def checkout_copy(tmp_path: Path, urls: str | None = None) -> Path:
     shutil.copytree(ROOT / "notebooks", tree / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
     shutil.copytree(ROOT / "book", tree / "book", ignore=shutil.ignore_patterns("_vendor", "_generated"))
     (tree / "book" / "_vendor").symlink_to(ROOT / "book" / "_vendor", target_is_directory=True)
-    for part in ("lib", "data"):
+    for part in ("lib", "data", "requirements"):
         (tree / part).symlink_to(ROOT / part, target_is_directory=True)
     (tree / "benchmarks").mkdir()
     (tree / "benchmarks" / "results").symlink_to(ROOT / "benchmarks" / "results", target_is_directory=True)
@@ -143,3 +144,54 @@ def test_a_book_staged_with_an_address_has_its_buttons_and_installs_from_it(math
     assert executed.read_bytes() == (tree / "notebooks" / "bsc.ipynb").read_bytes()  # the executed notebook itself is untouched
     section = (src / "book" / "_generated" / "install.md").read_text()
     assert "git+https://github.com/someone/sentcl" in section and wheel_url in section
+
+
+# --------------------------------------------------------------------------- the dependencies, as locked
+
+
+def test_the_lock_constraints_pin_everything_but_the_runtimes_torch():
+    lock = (ROOT / "requirements" / "lock.txt").read_text()
+    pins = install.lock_constraints(lock)
+    assert "transformers==" + re.search(r"^transformers==(\S+)$", lock, re.M).group(1) in pins
+    assert not [p for p in pins if p.startswith(("torch==", "triton", "nvidia-"))]
+    assert len(pins) == len(re.findall(r"^\S+==\S+$", lock, re.M)) - 1  # every pin but torch's
+    with pytest.raises(ConfigError, match="expected name==version lines, found 'numpy>=1'"):
+        install.lock_constraints("numpy>=1\n")
+
+
+class _Pip:
+    """A stand-in for subprocess.run recording pip's commands; the first ``fail`` of them fail."""
+
+    def __init__(self, fail: int):
+        self.commands: list[list[str]] = []
+        self.fail = fail
+
+    def __call__(self, command):
+        self.commands.append(list(command))
+        return subprocess.CompletedProcess(command, 1 if len(self.commands) <= self.fail else 0)
+
+
+def test_install_dependencies_pins_the_lock_and_keeps_torch(capsys):
+    import importlib.metadata
+
+    pip = _Pip(fail=0)
+    install.install_dependencies(run=pip)
+    [command] = pip.commands
+    torch = f"torch=={importlib.metadata.version('torch')}"
+    assert command[-2] == "-c" and f"sentcl[{install.EXTRAS}]" in command and torch in command
+    assert capsys.readouterr().err == ""
+
+
+def test_where_the_runtime_cannot_take_the_pins_it_says_so_and_lets_pip_choose(capsys):
+    pip = _Pip(fail=1)
+    install.install_dependencies(run=pip)
+    assert len(pip.commands) == 2 and "-c" in pip.commands[0] and "-c" not in pip.commands[1]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot take the lock's pinned versions" in err
+    with pytest.raises(SentclError, match=r"^sentcl's dependencies could not be installed: pip exited with status 1"):
+        install.install_dependencies(run=_Pip(fail=2))
+
+
+def test_the_install_cell_names_the_wheel_command_and_make_wheel_exists():
+    assert "`make wheel`" in install.INSTALL_INSTRUCTION and "dist/sentcl-<version>-py3-none-any.whl" in install.INSTALL_INSTRUCTION
+    assert re.search(r"^wheel: .*\n\t\$\(BIN\)/sentcl wheel --out dist$", (ROOT / "Makefile").read_text(), re.M)

@@ -100,6 +100,7 @@ def test_a_sentcl_reproduce_run_resolves_to_what_it_injected(chapter, profile, t
     resolution keeps them all, so its runs are what they were before notebooks resolved profiles."""
     defaults = parameters.notebook_parameters(ROOT / "notebooks" / f"{chapter}.ipynb")
     override = next(name for name, value in defaults.items() if type(value) is int)  # -p NAME 7 on an int parameter
+    (tmp_path / "data").mkdir()  # the data root a profile that reads one must find
     data = DataChoice(tmp_path / "data", profile == "smoke")
     plan = runner.plan_chapter(ROOT, chapter, profile, [(override, "7")], data, tmp_path)
     assert plan.parameters[override] == 7
@@ -110,9 +111,10 @@ def test_a_sentcl_reproduce_run_resolves_to_what_it_injected(chapter, profile, t
 
 @pytest.mark.parametrize("profile", ["smoke", "demo", "rehearsal", "paper"])
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
-def test_papermill_with_only_the_profile_gets_what_sentcl_reproduce_injects(chapter, profile, tmp_path, capsys):
+def test_papermill_with_only_the_profile_gets_what_sentcl_reproduce_injects(chapter, profile, tmp_path, capsys, monkeypatch):
     """`papermill <nb> out.ipynb -p profile X` resolves to the parameters `sentcl reproduce --profile X`
     runs with, but for the data root and the output folder that reproduce sets itself."""
+    monkeypatch.setenv("SENTCL_DATA", str(tmp_path))  # the paper profile's parameter check needs a data root
     plan = runner.plan_chapter(ROOT, chapter, profile, [], DataChoice(tmp_path / "data", False), tmp_path / "out")
     defaults = parameters.notebook_parameters(plan.notebook)
     resolved = parameters.resolve_parameters(chapter, {**defaults, "profile": profile}, given={"profile"})
@@ -158,3 +160,112 @@ def test_shipped_parameters_are_a_profile_of_the_shipped_notebook():
     assert parameters.shipped_parameters("rcl", "rehearsal")["base_model"] == "tiny"
     with pytest.raises(ConfigError, match="unknown profile 'fast'"):
         parameters.shipped_parameters("rcl", "fast")
+
+
+# --------------------------------------------------------------------------- checked before anything runs
+
+
+@pytest.mark.parametrize(("value", "bad"), [(-5, "train_pairs"), (float("inf"), "learning_rate"), ([0, -1], "seeds[1]"),
+                                            ({"QQP": -2}, "train_rows['QQP']")])
+def test_a_negative_or_infinite_number_is_refused_with_the_types(value, bad):
+    default = {"train_pairs": 0, "learning_rate": 2e-5, "seeds": [0], "train_rows": {"QQP": 10}}[bad.split("[")[0]]
+    name = bad.split("[")[0]
+    with pytest.raises(ConfigError, match=re.escape(f"parameter {bad} must be a finite number >= 0")):
+        parameters.check_value(name, value, default, "here")
+    assert parameters.check_value("train_pairs", 0, 0, "here") == 0 and parameters.check_value("seeds", [0, 3], [0], "h") == [0, 3]
+
+
+def test_every_profile_of_every_chapter_passes_the_range_check():
+    for chapter in CHAPTERS:
+        for values in parameters.chapter_profiles(ROOT / "notebooks" / f"{chapter}.ipynb").values():
+            for name, value in values.items():
+                parameters.check_range(name, value, chapter)
+
+
+def test_train_pairs_minus_five_stops_the_resolution_cell(capsys):
+    with pytest.raises(ConfigError, match=r"^mnrl_sbert notebook: parameter train_pairs must be a finite number >= 0.*got -5$"):
+        parameters.resolve_parameters("mnrl_sbert", {"profile": "smoke", "train_pairs": -5}, given={"profile", "train_pairs"})
+
+
+@pytest.mark.parametrize(("name", "text", "hint", "not_hint"), [
+    ("learning_rate", "fast", "give a number such as 2e-05", "-y"),
+    ("sts_tasks", "[STSb]", "pass lists and dicts with -y 'sts_tasks: ...'", "give a number"),
+])
+def test_the_papermill_hint_fits_the_parameters_type(name, text, hint, not_hint):
+    with pytest.raises(ConfigError) as caught:
+        parameters.resolve_parameters("mnrl_sbert", {"profile": "smoke", name: text}, given={"profile", name})
+    assert hint in str(caught.value) and not_hint not in str(caught.value)
+
+
+@pytest.mark.parametrize("profile", ["demo", "rehearsal", "paper"])
+def test_a_data_dir_that_is_no_folder_fails_in_one_line_in_every_profile_that_reads_data(profile, tmp_path, capsys):
+    with pytest.raises(ConfigError, match=r"^data root /nonexistent is not a directory \(from data_dir / --data-dir\)$"):
+        parameters.resolve_parameters("mnrl_sbert", {"profile": profile, "data_dir": "/nonexistent", "out_dir": str(tmp_path)},
+                                      given={"profile", "data_dir", "out_dir"})
+
+
+def test_a_data_dir_the_smoke_profile_does_not_read_is_a_stated_warning(capsys):
+    parameters.resolve_parameters("mnrl_sbert", {"profile": "smoke", "data_dir": "/nonexistent"}, given={"profile", "data_dir"})
+    err = capsys.readouterr().err
+    assert err.strip() == ("sentcl: WARNING: data_dir /nonexistent is not read: the smoke profile always runs on the "
+                           "project's sample data (data/samples)")
+    from sentcl.data.registry import samples_root
+
+    assert parameters.check_data_dir("smoke", str(samples_root())) is None  # what sentcl reproduce injects: no warning
+
+
+def test_persistent_dir_puts_the_cache_and_the_results_there(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path / "local-cache"))
+    folder = tmp_path / "drive" / "sentcl"
+    resolved = parameters.resolve_parameters("mnrl_sbert", {"profile": "smoke", "persistent_dir": str(folder)},
+                                             given={"profile", "persistent_dir"})
+    assert resolved["out_dir"] == str(folder / "runs" / "smoke")
+    from sentcl.paths import cache_root
+
+    assert cache_root() == folder / "cache"
+    assert f"persistent storage {folder}" in capsys.readouterr().out
+    # an out_dir given explicitly is kept
+    resolved = parameters.resolve_parameters("mnrl_sbert", {"profile": "smoke", "persistent_dir": str(folder), "out_dir": "mine"},
+                                             given={"profile", "persistent_dir", "out_dir"})
+    assert resolved["out_dir"] == "mine"
+
+
+def test_persistent_dir_drive_mounts_google_drive_on_colab_only(tmp_path, monkeypatch):
+    import types
+
+    with pytest.raises(ConfigError, match="only Colab can"):
+        parameters.persistent_folder("drive")
+    mounted = []
+
+    def mount(where):
+        mounted.append(where)
+        (Path(where) / "MyDrive").mkdir(parents=True)
+
+    colab = types.ModuleType("google.colab")
+    colab.drive = types.SimpleNamespace(mount=mount)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    monkeypatch.setattr(parameters, "DRIVE_MOUNT", tmp_path / "content" / "drive")
+    assert parameters.persistent_folder("drive") == (tmp_path / "content" / "drive" / "MyDrive" / "sentcl").resolve()
+    assert parameters.persistent_folder("drive").is_dir() and mounted == [str(tmp_path / "content" / "drive")]  # mounted once
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_papermill_help_notebook_lists_every_parameter_without_a_parse_warning(chapter, caplog):
+    """What `papermill --help-notebook` reads (papermill's own inspection of the parameters cell)."""
+    import logging
+
+    from papermill.translators import PythonTranslator
+
+    path = ROOT / "notebooks" / f"{chapter}.ipynb"
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        inspected = PythonTranslator.inspect(nbformat.read(path, as_version=4).cells[0])
+    assert [r.getMessage() for r in caplog.records] == []
+    assert [p.name for p in inspected] == list(parameters.notebook_parameters(path))
+
+
+def test_papermill_help_notebook_on_the_command_line():
+    proc = subprocess.run([sys.executable, "-m", "papermill", "--help-notebook", str(ROOT / "notebooks" / "mnrl_sbert.ipynb")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Unable to parse" not in proc.stdout + proc.stderr
+    assert re.search(r"^  precision: ", proc.stdout, re.M) and re.search(r"^  persistent_dir: ", proc.stdout, re.M)

@@ -316,7 +316,8 @@ class ChapterRun:
 
     def train(self, trainer, **cached: Any):
         """Train with ``trainer`` inside the artifact cache (:meth:`sentcl.training.Trainer.train_cached`:
-        a finished identical run is loaded, an interrupted one resumed) and, when it trained,
+        a finished identical run is loaded, an interrupted one resumed, which it prints: ``resumed <run> from
+        step N``) and, when it trained,
         write its run record (``<out>/records/training-<name>-<run_id>.json``: configuration,
         wall time, pairs/s, peak memory, precision, health; status ``failed`` with the error if it raised).
         Returns the :class:`~sentcl.training.TrainingResult`."""
@@ -332,6 +333,9 @@ class ChapterRun:
             raise
         finally:
             self._save_precision_uses()
+        if result.resumed_from_step is not None and trainer.procs.is_main:  # said where a notebook user reads it
+            print(f"resumed {trainer.name} from step {result.resumed_from_step} (the checkpoint an interrupted run left in "
+                  f"{Path(result.output_dir).parent}); it trained on from there", flush=True)
         if result.health is not None:  # which model it is, for the claims that rest on it
             result.health = {"name": trainer.name, **result.health}
         if result.trained and trainer.procs.is_main:

