@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..io import read_json
+from ..training.health import learning_judged
 from . import claims, report
 from .chapter import CHAPTERS, OWN_CHAPTERS
 from .coverage import COVERAGE, read_coverage
@@ -37,10 +38,10 @@ REHEARSAL = ("the paper profile's schedules, rows and tables on a tiny random st
 """The rehearsal note of the generated pages, written once (the hand-written one: ``book/_shared/rehearsal.md``)."""
 ORDERINGS_ON = "Average column, or on each column of a table without one"  # claims.headline_columns
 CLAIMS_RULE = (
-    "each tested against the noise of its training seeds and test items together (a bootstrap over both), "
-    "Holm-corrected within the chapter: *holds* or *contradicted* only when the 95 % interval of the "
-    "difference excludes 0, *undetermined* when it does not (or a trained row has one seed), *not tested* "
-    "when a row did not run, rests on a model that did not train, or sits at a metric's ceiling"
+    "each tested against the noise of its training seeds and test items together (the seeds' Welch t, the items' "
+    "bootstrap variance), Holm-corrected within the chapter: *holds* or *contradicted* only when the interval at "
+    "Holm's level excludes 0, *undetermined* when it does not (or a trained row has one seed), *not tested* "
+    "when a row did not run, rests on a model that did not train or did not learn, or sits at a metric's ceiling"
 )
 
 
@@ -250,14 +251,26 @@ def health_table(state: ChapterState) -> str:
         rows.append([md(name), f"{h['trained_steps']} of {h['planned_steps']}{stopped}", f"{h['peak_lr']:.2g}",
                      f"{h['steps_at_half_peak']} ({h['share_at_half_peak']:.0%})", loss,
                      "—" if h.get("start_cosine") is None else f"{h['start_cosine']:.4f}",
-                     "yes" if h.get("active") else f"**no**: {md(h.get('reason', ''))}"])
-    inactive = sum(not h.get("active") for h in seen.values())
-    head = (f"**Did it train?** {len(seen)} trained models, {inactive} inactive"
+                     "yes" if h.get("active") else f"**no**: {md(h.get('reason', ''))}", _learned(h)])
+    inactive = sum(not h.get("active") or h.get("learned") is False for h in seen.values())
+    head = (f"**Did it train?** {len(seen)} trained models, {inactive} inactive or not learning"
             + (" (the claims resting on them are *not tested*)" if inactive else "") + ": optimizer steps taken of "
             "those planned, the peak learning rate, the steps at half of it or more (their share of the planned), the "
-            "training loss (and each term of the objective) in the first and the last logged window, and the "
-            "mean cosine of its embeddings to its starting model's on a fixed probe of sentences.\n")
-    return head + md_table(["model", "steps", "peak lr", "≥ ½ peak", "loss: first → last", "cosine to start", "active"], rows)
+            "training loss (and each term of the objective) in the first and the last logged window, the "
+            "mean cosine of its embeddings to its starting model's on a fixed probe of sentences, and whether it "
+            "learned: its loss fell beyond its window-to-window noise and did not end at chance.\n")
+    return head + md_table(["model", "steps", "peak lr", "≥ ½ peak", "loss: first → last", "cosine to start", "active",
+                            "learned"], rows)
+
+
+def _learned(health: dict) -> str:
+    """Whether the model learned (its loss fell beyond its noise and did not end at chance:
+    :func:`sentcl.training.health.learning`), "—" for a record written before sentcl judged it."""
+    if "learned" not in health:
+        return "—"
+    if health["learned"]:
+        return "yes"
+    return f"**{'no' if learning_judged(health) else 'not judged'}**: {md(health.get('learned_reason', ''))}"
 
 
 def _num(value: Any) -> str:
