@@ -68,8 +68,12 @@ def test_the_introduction_answers_the_title_question_from_the_results(smoke_book
     _, out, status, output = smoke_book
     assert status == 0, output
     intro = html.unescape((out / "_build" / "html" / "book" / "intro.html").read_text())
-    assert "do contrastive sentence embeddings really work?" in intro and "So, do they really work?" in intro
+    assert "do contrastive sentence embeddings really work?" in intro
     assert "smoke profile" in intro and "paper profile" in intro
     assert "MNRL" in intro and "× MNRL" in intro
-    # verdicts, never signs: each method against MNRL and against the base it started from, and the run's limits
-    assert "against the untouched base" in intro and "Limits of this run" in intro and "Test items:" in intro
+    # one answer table: each method against its paper's baseline, the untouched encoder and (equal budget) MNRL,
+    # each cell a verdict with its interval; the run's limits and the build's state under it
+    assert 'class="sentcl-answer' in intro and "against its paper\u2019s baseline" in intro and "against the untouched encoder" in intro
+    for chapter in ("mnrl_sbert", "bsc", "rcl", "ifcl"):
+        assert f'href="{chapter}.html"' in intro
+    assert "Limits:" in intro and "test items a task" in intro and "This build:" in intro and "complete:" in intro

@@ -69,7 +69,7 @@ def test_the_paper_profile_is_the_papers_settings_on_one_budget(profiles):
     paper = profiles["paper"]
     for name, value in {**PAPER, **ASSUMED}.items():
         assert paper[name] == value, f"{name}: {paper[name]!r}, expected {value!r}"
-    every = set(PAPER) | set(ASSUMED) | {"profile", "data_dir", "out_dir"}
+    every = set(PAPER) | set(ASSUMED) | {"profile", "data_dir", "out_dir", "persistent_dir"}
     assert set(paper) == every, f"parameters neither checked nor documented here: {sorted(set(paper) - every)}"
 
 

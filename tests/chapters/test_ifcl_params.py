@@ -108,7 +108,7 @@ def test_the_paper_profile_settles_what_the_slides_leave_open_as_documented(prof
     paper = profiles["paper"]
     for name, value in ASSUMED.items():
         assert paper[name] == value, f"{name}: {paper[name]!r}, documented as {value!r}"
-    every = set(PAPER) | set(ASSUMED) | {"profile", "data_dir", "out_dir"}
+    every = set(PAPER) | set(ASSUMED) | {"profile", "data_dir", "out_dir", "persistent_dir"}
     assert set(paper) == every, f"parameters neither checked nor documented here: {sorted(set(paper) - every)}"
     assert math.log(paper["mi_candidates"]) == pytest.approx(4.159, abs=1e-3)
 

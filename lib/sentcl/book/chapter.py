@@ -260,13 +260,16 @@ class ChapterRun:
         return self.record(row, values, seeds=list(per_seed), std=std, tables=tables, family=family,
                            trained_on=trained_on, note=note)
 
-    def not_run(self, row: str, reason: str, tables: Sequence[str] | None = None) -> None:
+    def not_run(self, row: str, reason: str, tables: Sequence[str] | None = None,
+                columns: Sequence[str] | None = None) -> None:
         """Say that ``row`` (a row this chapter can compute; of ``tables``, default every paper table that
-        lists it) was not run in this build, and why: the claims about it say "not tested" with the reason."""
+        lists it) was not run in this build, and why: the claims about it say "not tested" with the reason.
+        ``columns``: only these columns of the row (a table gathering several tasks, one of them not run:
+        each column's claims name their own task's reason)."""
         tables = list(tables) if tables is not None else self.paper_tables(row)
         if not tables:
             raise ConfigError(f"{self.chapter}: the paper has no row {row!r}; name the tables of a row of our own")
-        record_not_run(self.out_dir, self.chapter, row, reason, tables=tables, run_id=self.run_id)
+        record_not_run(self.out_dir, self.chapter, row, reason, tables=tables, run_id=self.run_id, columns=columns)
 
     def write_claims(self, own: Sequence[Claim] = (), *, paired: Mapping[frozenset, bool] | None = None,
                      untestable: Mapping[str | tuple[str, str], str] | None = None,
