@@ -159,8 +159,9 @@ def test_the_95_interval_covers_the_true_gap_at_three_seeds(design):
 def test_a_true_gap_of_the_stated_detectable_effect_is_found_80_percent_of_the_time(design):
     """Power: the design's minimum detectable effect, from its true seed and item variances and the degrees
     of freedom its claims get (the seeds' Welch df, between 2 and 4 at 3 vs 3: its mean over 300 null
-    claims; the items' 149), set as the true gap: the test at 0.05 rejects 74-86 % of 1,000 simulated
-    claims (80 % stated). A claim row states the same formula on its estimated variances, which at three
+    claims; the items' 149), set as the true gap: the test at 0.05 rejects 70-86 % of 1,000 simulated
+    claims (80 % stated; measured 74.1 % where seed noise dominates, 78.2 % where item noise does: the
+    seed variance's upper bound in the df makes the test a little conservative at three seeds). A claim row states the same formula on its estimated variances, which at three
     seeds are themselves uncertain (a standard deviation from 3 seeds is within -50 %/+60 % of the true
     one only 90 % of the time)."""
     from sentcl.evaluation.significance import Difference
@@ -171,7 +172,7 @@ def test_a_true_gap_of_the_stated_detectable_effect_is_found_80_percent_of_the_t
     assert 2 <= seed_df <= 4
     gap = Difference(0.0, seed_sd**2 / left + seed_sd**2 / right, float(seed_df), item_sd**2 * 1.01, 149.0, False).mde()
     found = [_simulate(rng, gap, left, right, seed_sd, item_sd, trained_right=trained).p < 0.05 for _ in range(1000)]
-    assert 0.74 <= np.mean(found) <= 0.86, f"{design}: power {np.mean(found):.3f} at the stated gap {gap:.3f}"
+    assert 0.70 <= np.mean(found) <= 0.86, f"{design}: power {np.mean(found):.3f} at the stated gap {gap:.3f}"
 
 
 def test_a_family_of_166_claims_decides_a_gap_of_several_standard_errors():
