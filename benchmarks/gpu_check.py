@@ -47,7 +47,6 @@ sys.path.insert(0, str(HERE))
 import bsc_gpu  # noqa: E402  (benchmarks/bsc_gpu.py: the encoder, the texts, the step timer)
 
 from sentcl.io import atomic_write_json  # noqa: E402
-from sentcl.training import Callback  # noqa: E402
 
 BATCH = 30
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12}
@@ -58,29 +57,22 @@ RECORDED_PAIRS_PER_S = 260
 """The BSC bf16 step's pairs/s in ``benchmarks/results/bsc_gpu_h100.json`` before issue 30."""
 
 
-class Steps(Callback):
-    """Times every step (the device synchronised), stops after ``steps`` or ``seconds``, and runs ``hooks``
-    (step number -> function) after the steps they name."""
+class Steps(bsc_gpu.StepTimer):
+    """``bsc_gpu``'s step timer (every step's time, the device synchronised; stops after ``seconds``) that also
+    stops after ``steps`` and runs ``hooks`` (step number -> function of the trainer) at the end of those steps."""
 
     name = "gpu-check-steps"
 
     def __init__(self, steps: int, seconds: float, sync, hooks=None) -> None:
-        self.steps, self.seconds, self.sync, self.hooks = steps, seconds, sync, hooks or {}
-        self.times: list[float] = []
-
-    def on_train_begin(self, trainer) -> None:
-        self.sync()
-        self.started = self.last = time.perf_counter()
+        super().__init__(seconds, sync)
+        self.steps, self.hooks = steps, hooks or {}
 
     def on_step_end(self, trainer) -> None:
-        self.sync()
-        now = time.perf_counter()
-        self.times.append(now - self.last)
-        self.last = now
         step = trainer.state.global_step
         if step in self.hooks:
             self.hooks[step](trainer)
-        if step >= self.steps or now - self.started > self.seconds:
+        super().on_step_end(trainer)
+        if step >= self.steps:
             raise bsc_gpu.TimeUp
 
 

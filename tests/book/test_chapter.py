@@ -89,6 +89,9 @@ def test_train_records_a_training_run_once_and_not_when_it_only_loads(run):
     assert (record.kind, record.name, record.chapter, record.profile, record.status) == ("training", "mnrl", "mnrl_sbert", "smoke", "ok")
     assert record.config["steps"] == 2 and record.config["pairs_per_s"] > 0 and record.wall_time_s > 0
     assert record.config["run"]["data"]["rows"] == 16 and record.peak_memory_mb > 0
+    assert record.config["resumed_from_step"] is None  # what "resumed run X from step N" reads
+    assert record.config["checkpoints"]["count"] == 1 and record.config["checkpoints"]["bytes"] > 0  # the end's
+    assert record.config["checkpoints"]["seconds"] >= 0 and record.config["best_weights"]["count"] == 0
     again = run.train(trainer())
     assert not again.trained and again.global_step == 2
     assert len(read_run_records(run.out_dir / "records")) == 1
