@@ -44,7 +44,7 @@ PAPER = {
 # 64 as MNRL-SBERT and RCL's batch), our reading, listed under "Assumptions" in book/geometry.md.
 ASSUMED = {
     "pooling": "mean", "max_seq_length": 128, "batch_size": 64, "learning_rate": 2e-5, "warmup_ratio": 0.1,
-    "weight_decay": 0.01, "epochs": 1, "max_steps": 0, "checkpoint_steps": 1000, "rcl_entropy_max_steps": 0,
+    "weight_decay": 0.01, "epochs": 1, "max_steps": 0, "checkpoint_steps": 0, "rcl_entropy_max_steps": 0,
     "rcl_early_stopping_window": 500,  # the RCL chapter's reading of "3 steps": 3 windows of 500 steps
     "retrieval_task": "CQA-A-2016", "precision": "auto", "encode_precision": "auto", "trajectory_points": 10, "trajectory_seeds": [0],
     "chapters": ["mnrl_sbert", "bsc", "rcl", "ifcl"],

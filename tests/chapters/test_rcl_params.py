@@ -56,7 +56,7 @@ ASSUMED = {
     "warmup_ratio": 0.1,  # not stated; sentence-transformers' NLI example
     "weight_decay": 0.01,  # not stated; sentence-transformers' fit() default
     "expected_triplets": 0,  # the paper gives no count of its NLI triplets
-    "checkpoint_steps": 500,  # how often a killed run can resume from (no effect on the result)
+    "checkpoint_steps": 0,  # checkpoints by time (every 10 minutes of training) and at the end (no effect on the result)
     "precision": "auto",  # the paper names none: fp32 on a CPU, bf16/fp16 on a GPU (sentcl.precision)
     "encode_precision": "auto",  # fp32 on a CPU, bf16/fp16 on a GPU
     "faq_fold_seed": 0,  # the paper describes no folds: ours are grouped and seeded (sentcl.data.folds)
