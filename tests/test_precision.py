@@ -94,6 +94,7 @@ def test_the_encoding_tally_says_the_precision_the_forward_pass_ran_in(cpu, aske
     assert after[("texts encoded", used)] - before.get(("texts encoded", used), 0) == 2  # two distinct texts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("asked", "ran"), [("auto", torch.float32), ("bf16", torch.bfloat16)])
 def test_a_training_record_says_the_precision_its_steps_ran_in(tmp_path, cpu, asked, ran):
     """The run record's precision (requested, used) is the one the training steps computed in."""

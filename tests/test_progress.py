@@ -105,6 +105,7 @@ def test_the_terminal_is_the_descriptor_sys_stderr_names(monkeypatch):
         monkeypatch.setattr(progress, "_STREAM", None)
 
 
+@pytest.mark.slow
 @pytest.mark.precision
 def test_a_long_encoding_reports_every_text_on_the_terminal(terminal, monkeypatch):
     """show_progress=False keeps the notebook clean; under the runner a long encoding still shows

@@ -137,6 +137,7 @@ def test_a_truncated_store_is_refused_and_an_interrupted_one_written_again(tmp_p
         np.testing.assert_array_equal(store.array(name), whole.array(name))
 
 
+@pytest.mark.slow
 def test_a_damaged_augmented_store_in_the_cache_is_written_again(tmp_path, capfd):
     """RCL's store of an entropy model's embeddings (an artifact-cache stage): a truncated column file is
     said in one line and the store written again, equal to the first."""

@@ -74,6 +74,7 @@ def test_every_row_carries_what_it_was_scored_on(run):
     assert set(run.results()["data"]) == {text}
 
 
+@pytest.mark.slow
 def test_train_records_a_training_run_once_and_not_when_it_only_loads(run):
     pairs = load("snli", "train", samples_root()).with_label("entailment")
     data = TrainingData.from_record(pairs, labels=False).take(range(16))

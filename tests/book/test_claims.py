@@ -37,6 +37,7 @@ def test_paper_orderings_are_oriented_as_the_paper(run, record):
     assert all(c.source == "paper" and c.column == "Average" for c in found.values())
 
 
+@pytest.mark.slow
 def test_verdicts_come_from_intervals_over_seeds_and_items_never_from_signs(run, record):
     """A clear gap holds (and reversed is contradicted); a tiny one is undetermined whatever its sign; a
     model that did not move is not tested; one seed of a trained row is undetermined; a row that did not
@@ -71,6 +72,7 @@ def test_verdicts_come_from_intervals_over_seeds_and_items_never_from_signs(run,
     assert verdict_counts(frame) == {"holds": 2, "contradicted": 1, "undetermined": 2, "not tested": 3}
 
 
+@pytest.mark.slow
 def test_holm_is_over_the_chapters_tested_claims(run, record):
     """With many claims, one whose own p is below 0.05 but above 0.05 / m is undetermined."""
     record("a", [0.30, 0.31, 0.29])

@@ -150,6 +150,7 @@ def test_the_score_figure_draws_one_point_per_model_and_states_rho_and_n():
     assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == 3
 
 
+@pytest.mark.slow
 def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_path, fake):
     """The introduction's answer table: with only the geometry chapter run, its equal-budget column says each method
     against MNRL (verdict and interval) and the cost, the chapters' own columns say they did not run, and the

@@ -113,6 +113,7 @@ def staged_config(src: Path) -> dict:
     return yaml.safe_load((src / "_config.yml").read_text())
 
 
+@pytest.mark.slow
 def test_a_book_staged_with_the_placeholder_has_no_colab_buttons_and_says_so(mathjax, tmp_path, capsys):
     src = site.stage(ROOT, tmp_path / "out")
     config = staged_config(src)
@@ -126,6 +127,7 @@ def test_a_book_staged_with_the_placeholder_has_no_colab_buttons_and_says_so(mat
     assert f'href="../_static/{wheel.name}"' in section and "no Colab button" in section and "OWNER" not in section
 
 
+@pytest.mark.slow
 def test_a_book_staged_with_an_address_has_its_buttons_and_installs_from_it(mathjax, tmp_path, capsys):
     urls = 'Repository = "https://github.com/someone/sentcl"\nDocumentation = "https://someone.example/sentcl"'
     tree = checkout_copy(tmp_path, urls)

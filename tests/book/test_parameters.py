@@ -139,6 +139,7 @@ def test_papermill_injected_names_are_read_from_the_kernel_history(monkeypatch):
     assert parameters.papermill_injected_names() == set()
 
 
+@pytest.mark.slow
 def test_under_papermill_the_kernel_sees_which_names_were_injected(tmp_path):
     """The real thing: papermill's injected cell, read back from inside the kernel it ran in."""
     nb = nbformat.v4.new_notebook()

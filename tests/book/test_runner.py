@@ -170,6 +170,7 @@ def test_reproduce_refuses_bad_input_before_running_anything(tmp_path, monkeypat
         cli.main(["reproduce", "--profile", "fast"])
 
 
+@pytest.mark.slow
 def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, monkeypatch, capsys):
     root = make_project(tmp_path / "proj")
     write_notebook(root / "notebooks" / "bsc.ipynb", cells=["x = 1", "y = x + seed\nz = y / 0\nprint(z)"])
@@ -198,6 +199,7 @@ def test_a_failing_notebook_is_reported_and_the_others_still_run(tmp_path, monke
     assert PROGRESS_ENV not in os.environ and LABEL_ENV not in os.environ  # set for the kernels only
 
 
+@pytest.mark.slow
 def test_progress_inside_a_cell_reaches_the_terminal_not_the_notebook(tmp_path):
     """A bar drawn by a cell (training, encoding) shows on the terminal running sentcl reproduce,
     named by its chapter, and the executed notebook keeps only the cell's own output. Run as a
@@ -241,6 +243,7 @@ def _sentcl(root: Path, *args: str, **popen) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_output_folder_stops_at_once_and_damages_nothing(tmp_path):
     """Two `sentcl reproduce` on one --out: the second stops at once with one line naming the folder
     and the run holding it; the first finishes with its own results."""
@@ -273,6 +276,7 @@ def test_a_second_run_on_the_same_output_folder_stops_at_once_and_damages_nothin
     assert [r.parameters["seed"] for r in read_run_records(out / "records")] == [1]  # one record: the first's
 
 
+@pytest.mark.slow
 def test_a_notebook_run_on_its_own_claims_its_chapter(tmp_path):
     """A chapter notebook run outside `sentcl reproduce` (papermill, Jupyter) claims its chapter of the
     output folder for as long as its kernel lives; a runner for that chapter then stops at once, and

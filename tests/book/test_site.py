@@ -55,6 +55,7 @@ def test_config_reads_offline_and_never_executes():
     assert "url" not in config["repository"]  # written in at build time from pyproject's [project.urls] Repository
 
 
+@pytest.mark.slow
 def test_stage_without_any_run(mathjax, tmp_path):
     src = site.stage(ROOT, tmp_path)
     for chapter in CHAPTERS:
@@ -269,6 +270,7 @@ def test_the_banner_says_when_chapters_ran_on_sample_data():
     assert rehearsal.startswith("Rehearsal build (bsc): the paper profile's schedules, rows and tables on a tiny random stand-in")
 
 
+@pytest.mark.slow
 def test_a_broken_cross_reference_fails_the_build(mathjax, tmp_path):
     src = site.stage(ROOT, tmp_path)
     intro = src / "book" / "intro.md"

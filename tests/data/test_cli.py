@@ -32,6 +32,7 @@ def test_list_names_every_dataset_with_its_counts(capsys):
     assert "test 3108" in out and "train 5749, dev 1500, test 1379" in out
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_check_on_the_real_data_root(shared_data, capsys):
     status = main(["data", "check", "--data-dir", str(shared_data)])
@@ -109,6 +110,7 @@ def test_check_unknown_dataset_is_a_one_line_error(tmp_path, capsys):
     assert err.startswith("sentcl: error: unknown dataset 'stsb'; registered:") and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_installed_command_runs(tmp_path):
     """The `sentcl` console script of the environment: an empty data root has nothing
     wrong (exit 0) and names every dataset as missing."""

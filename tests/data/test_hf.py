@@ -168,6 +168,7 @@ def test_sentences_from_a_plain_text_column():
     assert isinstance(record, Sentences) and record.texts == ["one", "two"]
 
 
+@pytest.mark.slow
 def test_sentence_transformers_trainer_trains_on_a_to_hf_dataset(tmp_path):
     """sentence-transformers' own trainer and loss on SNLI sample entailment pairs made by to_hf."""
     import torch

@@ -49,6 +49,7 @@ def test_sts_command_on_sample_data(tmp_path, capsys):
     assert "STSb" in printed and "sample data" in printed
 
 
+@pytest.mark.slow
 def test_sts_command_task_subset_and_errors(tmp_path, capsys):
     out = tmp_path / "two.json"
     assert main(["evaluate", "sts", "--model", "tiny", "--data-dir", str(samples_root()),
@@ -80,6 +81,7 @@ def test_sts_command_accepts_the_papers_spellings_and_refuses_other_tasks(tmp_pa
         assert exc.value.code == 2 and why in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sts_command_is_the_one_scoring_path_in_every_setting(tmp_path):
     """The command's numbers are :func:`score`'s: each task's pooled Spearman in the "all" setting,
     the chosen setting's for STS12-16 and the pooled one for STS-B and SICK-R whatever the setting."""
@@ -117,6 +119,7 @@ def test_retrieval_command_on_sample_data(tmp_path, capsys, dataset, split):
     assert "[sample data]" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_tasks_command_scores_any_tasks_in_the_papers_units(tmp_path, capsys):
     out, details = tmp_path / "tasks.json", tmp_path / "details.json"
     names = ["STS12", "STS-B", "sickr", "SimCLUE", "CQA-A-2016", "MRPC", "COUGH"]

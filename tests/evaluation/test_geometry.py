@@ -151,6 +151,7 @@ def test_top_variance_share_matches_loop_and_bounds(k):
             top_variance_share(x, bad)
 
 
+@pytest.mark.slow
 def test_geometry_of_a_real_encoder_is_in_the_literature_range(shared_data):
     """all-MiniLM-L6-v2 on STS-B test (SimCSE's protocol): alignment and uniformity where published
     sentence encoders lie (Gao et al. 2021, Fig. 2 and Table G.1: alignment about 0.1-0.5, uniformity

@@ -86,6 +86,7 @@ def test_dropout_embeddings_are_seeded_noisy_and_leave_the_model_as_it_was():
     assert not model.training
 
 
+@pytest.mark.slow
 def test_dropout_embeddings_are_cached_under_their_draw(tmp_path, monkeypatch):
     """A second call runs no forward pass and returns the same array; another seed, dropout rate, batch
     size or model (its fingerprint) is another key; the cached draw is the one computed without cache."""

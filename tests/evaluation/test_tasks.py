@@ -345,6 +345,7 @@ def test_cqa_2016_with_tied_scores_gives_the_published_ir_baseline(real_tasks, n
     assert (round(100 * scores["MAP"], 2), round(100 * scores["MRR"], 2)) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_clef_2020_has_positive_at_k_matches_a_loop(real_tasks):
     if "CLEF-2020" not in real_tasks:

@@ -248,6 +248,7 @@ def test_misuse_is_a_config_error(model):
                                       "twin_weight": 1.0, "margin_embeddings": "static"}
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_with_the_same_queue_and_ends_as_an_uninterrupted_one(tmp_path):
     """In-process (the SIGKILL version: benchmarks/ifcl_resume_check.py, recorded): a run that dies right
     after a checkpoint, started again, restores the queue and ends with the same weights, losses and queue."""

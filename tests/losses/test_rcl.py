@@ -184,6 +184,7 @@ def test_bad_arguments_are_errors():
         entropy_loss(q, i, phi=math.nan, scale=1.0)
 
 
+@pytest.mark.slow
 def test_regulator_module_looks_augmented_embeddings_up_by_example_id(tmp_path):
     """The trainer passes ids; the module reads the stored rows of exactly those ids (here in a
     shuffled order with non-contiguous ids) and computes Eq. 3 with them."""

@@ -32,6 +32,7 @@ def nli_batch(shared_data):
     return [list(column) for column in zip(*rows[:BATCH], strict=True)]
 
 
+@pytest.mark.slow
 def test_the_base_models_eq1_loss_is_near_uniform_at_scale_1_and_informative_at_scale_20(nli_batch):
     model = load_encoder(MINILM, device="cpu")  # the demo's base (bundled offline); trained with MNRL, scale 20
     q, ind, neg = (torch.from_numpy(encode(model, texts, cache=False, precision="fp32")) for texts in nli_batch)

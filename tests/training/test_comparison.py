@@ -43,6 +43,7 @@ def config(seed=0):
 SETTINGS = MethodSettings(phis=(0.01, 0.02), entropy_steps=2, neighbours=8, group_size=4)
 
 
+@pytest.mark.slow
 def test_each_method_trains_with_its_own_loss_on_the_same_budget(pairs, sts):
     cache = ArtifactCache()
     seen = {}

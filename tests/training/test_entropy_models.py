@@ -106,6 +106,7 @@ def test_an_entropy_model_stops_3_steps_after_its_lowest_loss(tmp_path):
     assert result.stopped_early and result.global_step == 4
 
 
+@pytest.mark.slow
 def test_stages_are_reused_and_rebuilt_as_their_inputs_say(tmp_path):
     data = nli_like()
     cache = ArtifactCache(tmp_path / "cache")
@@ -137,6 +138,7 @@ def test_stages_are_reused_and_rebuilt_as_their_inputs_say(tmp_path):
         first.stores_for([0.05])
 
 
+@pytest.mark.slow
 def test_faq_variant_on_a_cough_format_fixture():
     """Appendix A.1, FAQ datasets: an initial model (Eq. 1, selected by dev MAP), entropy models from it,
     the final model from the base, on the COUGH sample (question -> answer pairs)."""

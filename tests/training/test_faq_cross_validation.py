@@ -46,6 +46,7 @@ def configs():
     return selection, TrainingConfig(batch_size=6, max_steps=2, seed=0, log_steps=1, learning_rate=1e-4)
 
 
+@pytest.mark.slow
 def test_table2_protocol_runs_the_faq_variant_per_fold_and_averages_over_folds(bank):
     folds = grouped_query_folds(bank, 3, seed=0, dev_fraction=0.2)
     selection, entropy = configs()

@@ -53,6 +53,7 @@ def test_it_differs_from_adam_with_bias_correction_by_the_correction_factor():
     torch.testing.assert_close(p.detach(), -1e-3 * g.sign() * 0.1 / math.sqrt(0.001))
 
 
+@pytest.mark.slow
 def test_the_trainer_trains_with_it_when_the_configuration_turns_bias_correction_off(tmp_path):
     from sentcl.data import TrainingData
     from sentcl.data.registry import load, samples_root

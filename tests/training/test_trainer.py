@@ -172,6 +172,7 @@ class CrashAt(Callback):
             raise KeyboardInterrupt("simulated crash")
 
 
+@pytest.mark.slow
 def test_resume_restores_loss_sampler_and_callback_state(tmp_path, pairs, evaluator, sts_dev):
     cfg = TrainingConfig(**FAST, epochs=2, checkpoint_steps=4, eval_fraction=0.5)
 
