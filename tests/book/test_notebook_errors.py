@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 MESSAGE = "parameter x must be int like its default 0, got 'a'"
 
@@ -47,6 +48,7 @@ def test_a_sentcl_error_ends_the_notebook_with_its_one_line(tmp_path):
     assert "check()" not in log and "----> " not in log and "File " not in log.split("PapermillExecutionError")[1]
 
 
+@pytest.mark.slow
 def test_sentcl_debug_brings_the_traceback_back_and_other_errors_keep_theirs(tmp_path):
     _, [error] = _run(_mk(tmp_path / "debug"), f"raise sentcl.errors.ConfigError({MESSAGE!r})", SENTCL_DEBUG="1")
     assert error.ename == "ConfigError" and len(error.traceback) > 1 and "check()" in "".join(error.traceback)
@@ -65,6 +67,7 @@ def _mk(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_chapter_notebook_given_a_data_dir_that_is_no_folder_stops_with_one_line(tmp_path):
     """`papermill notebooks/mnrl_sbert.ipynb out.ipynb -p profile demo -p data_dir /nonexistent`: the
     parameter check (the cell after the install cell) stops the run with the error's one line."""

@@ -227,6 +227,7 @@ def test_pages_name_the_data_root_not_its_local_path(tmp_path):
     assert "cache &lt;out&gt;/cache" in built["results"]  # in the legend (HTML)
 
 
+@pytest.mark.slow
 def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colours_nothing(mathjax, tmp_path):
     """The whole book from a demo-profile output folder with a small executed notebook: the
     notebook's page opens with its title (the parameters collapsed under it, the injected values

@@ -140,6 +140,7 @@ DESIGNS = {  # (seeds left, seeds right, trained right, paired seeds, seed sd, i
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", list(DESIGNS))
 def test_the_95_interval_covers_the_true_gap_at_three_seeds(design):
     """Coverage of the true gap by the marginal 95 % interval over 2,000 simulated claims per design:
@@ -155,6 +156,7 @@ def test_the_95_interval_covers_the_true_gap_at_three_seeds(design):
     assert 0.94 <= np.mean(covered) <= 0.99, f"{design}: coverage {np.mean(covered):.3f}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", ["3 vs 3, seed noise dominates", "3 vs 3, item noise dominates (BSC's MSE vs BSC: seed SE 0.29, item SE 0.57)"])
 def test_a_true_gap_of_the_stated_detectable_effect_is_found_80_percent_of_the_time(design):
     """Power: the design's minimum detectable effect, from its true seed and item variances and the degrees
@@ -175,6 +177,7 @@ def test_a_true_gap_of_the_stated_detectable_effect_is_found_80_percent_of_the_t
     assert 0.70 <= np.mean(found) <= 0.86, f"{design}: power {np.mean(found):.3f} at the stated gap {gap:.3f}"
 
 
+@pytest.mark.slow
 def test_a_family_of_166_claims_decides_a_gap_of_several_standard_errors():
     """BSC's paper profile tests 166 claims. In the item-dominated design of BSC's MSE vs BSC (seed SE 0.29,
     item SE 0.57) with five seeds a side (the paper's five runs, every one scored) and one true gap of 7

@@ -96,6 +96,7 @@ FAST = dict(batch_size=8, learning_rate=1e-3, log_steps=4)
 # ---------------------------------------------------------------------------------------- determinism
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers(tmp_path, pairs, evaluator):
     cfg = TrainingConfig(**FAST, seed=3, eval_fraction=0.5)
     runs = []
@@ -373,6 +374,7 @@ class RecordingSequential(BatchSampler):
         return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+@pytest.mark.slow
 def test_reencoding_sampler_sees_the_current_model_and_leaves_training_alone(tmp_path, pairs):
     cfg = TrainingConfig(**FAST, epochs=2)
     sampler = RecordingSequential()
@@ -501,6 +503,7 @@ def test_mixed_precision_runs_and_checkpoints_the_scaler(tmp_path, pairs, precis
 # ---------------------------------------------------------------------------------------- damaged files
 
 
+@pytest.mark.slow
 def test_a_damaged_checkpoint_is_said_and_the_one_before_it_resumed(tmp_path, pairs, capfd):
     """A truncated state.safetensors in the newest checkpoint: one line, that checkpoint removed, the run
     resumed from the one before and ending exactly where an uninterrupted run ends; with every
