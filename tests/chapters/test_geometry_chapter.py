@@ -73,7 +73,7 @@ def test_the_introduction_answers_the_title_question_from_the_results(smoke_book
     assert "MNRL" in intro and "× MNRL" in intro
     # one answer table: each method against its paper's baseline, the untouched encoder and (equal budget) MNRL,
     # each cell a verdict with its interval; the run's limits and the build's state under it
-    assert 'class="sentcl-answer' in intro and "against its paper\u2019s baseline" in intro and "against the untouched encoder" in intro
+    assert "sentcl-answer" in intro and "against its paper\u2019s baseline" in intro and "against the untouched encoder" in intro
     for chapter in ("mnrl_sbert", "bsc", "rcl", "ifcl"):
         assert f'href="{chapter}.html"' in intro
     assert "Limits:" in intro and "test items a task" in intro and "This build:" in intro and "complete:" in intro
