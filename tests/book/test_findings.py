@@ -39,13 +39,13 @@ def state(frame, *, status="ok", error=None, chapter="bsc", title="BSC: batch-so
 
 def test_a_tested_claim_shows_the_papers_gap_ours_with_both_intervals_and_the_detectable_gap():
     row = claim("BSC", "MSE", "undetermined", delta=0.4, low=-0.2, high=1.0, paper_left=80.0, paper_right=79.5,
-                adj_low=-0.5, adj_high=1.3, mde=1.1)
+                paper_gap=0.5, adj_low=-0.5, adj_high=1.3, mde=1.1)
     cells = finding_cells(row)
     assert cells[1] == "+0.50"  # the paper's gap
     assert cells[2] == "+0.40 [-0.20, +1.00]"
     assert cells[3] == "**undetermined** [-0.50, +1.30]"
     assert cells[4].startswith("1.10") and "cannot see it" in cells[4]  # the paper's 0.5 is below the 1.1 it could see
-    bigger = finding_cells(row | {"paper_left": 82.0})
+    bigger = finding_cells(row | {"paper_left": 82.0, "paper_gap": 2.0})
     assert "cannot see" not in bigger[4]  # a paper gap of 2.0 the design could have detected
 
 

@@ -294,7 +294,7 @@ def counts_text(frame: pd.DataFrame) -> str:
 def detectable(claim: Mapping) -> bool | None:
     """Whether the claim's design could detect a gap the size the paper reports (|paper_gap| >= mde);
     None when either is missing (a claim of our own, or one not tested)."""
-    if not (_number(claim.get("paper_gap")) and _number(claim.get("mde"))):
+    if not (finite(claim.get("paper_gap")) and finite(claim.get("mde"))):
         return None
     return bool(abs(claim["paper_gap"]) >= claim["mde"])
 
@@ -304,12 +304,12 @@ def sentence(claim: Mapping) -> str:
     interval and the Holm-level interval its verdict rests on, the gap its design could detect, the
     verdict and why; an undetermined claim whose design cannot see the paper's gap says so."""
     text = f"{claim['claim']} ({claim['table']}, {claim['column']})"
-    if claim["source"] == "paper" and _number(claim["paper_left"]) and _number(claim["paper_right"]):
+    if claim["source"] == "paper" and finite(claim["paper_left"]) and finite(claim["paper_right"]):
         text += (f": paper {claim['paper_left']:.2f} vs {claim['paper_right']:.2f} "
                  f"({claim['paper_left'] - claim['paper_right']:+.2f})")
-    if _number(claim["delta"]):
+    if finite(claim["delta"]):
         text += f"; ours {claim['delta']:+.2f}, 95% interval [{claim['ci_low']:+.2f}, {claim['ci_high']:+.2f}]"
-    if _number(claim.get("adj_low")):
+    if finite(claim.get("adj_low")):
         text += (f", Holm-adjusted interval (the verdict's) [{claim['adj_low']:+.2f}, {claim['adj_high']:+.2f}]; "
                  f"smallest gap this design detects (80% power) {claim['mde']:.2f}")
     text = f"{text}: **{claim['verdict']}** ({claim['reason']})"
@@ -318,7 +318,8 @@ def sentence(claim: Mapping) -> str:
     return text + "."
 
 
-def _number(value) -> bool:
+def finite(value) -> bool:
+    """Whether ``value`` is a finite number (a claims file's empty cell reads as NaN or None)."""
     return value is not None and isinstance(value, (int, float, np.floating)) and math.isfinite(value)
 
 
@@ -329,6 +330,7 @@ __all__ = [
     "claims_path",
     "counts_text",
     "detectable",
+    "finite",
     "headline_columns",
     "mark_headlines",
     "paper_orderings",

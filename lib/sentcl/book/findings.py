@@ -19,7 +19,6 @@ interrupted or failed, and which did not run.
 from __future__ import annotations
 
 import html
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -71,41 +70,21 @@ def build_banner(states: Sequence[Any]) -> str | None:
     return "Partial build (" + "; ".join(said) + "): a chapter that did not complete shows what it wrote, or nothing."
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _interval(low: Any, high: Any) -> str:
-    return f"[{low:+.2f}, {high:+.2f}]" if _number(low) and _number(high) else ""
-
-
-def _get(row: Mapping, column: str) -> Any:
-    value = row.get(column)
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
-def paper_gap(row: Mapping) -> float | None:
-    """The paper's gap of a claim (left − right as the paper reports them), or None for a claim of ours."""
-    gap = _get(row, "paper_gap")
-    if _number(gap):
-        return float(gap)
-    left, right = _get(row, "paper_left"), _get(row, "paper_right")
-    return float(left - right) if _number(left) and _number(right) else None
+    return f"[{low:+.2f}, {high:+.2f}]" if claims.finite(low) and claims.finite(high) else ""
 
 
 def finding_cells(row: Mapping) -> list[str]:
     """The findings table's cells (:data:`COLUMNS`) for one tested claim."""
-    gap = paper_gap(row)
-    delta = _get(row, "delta")
-    ours = f"{delta:+.2f} {_interval(_get(row, 'ci_low'), _get(row, 'ci_high'))}".strip() if _number(delta) else "—"
-    adjusted = _interval(_get(row, "adj_low"), _get(row, "adj_high"))
+    gap, delta, mde = row.get("paper_gap"), row.get("delta"), row.get("mde")
+    ours = f"{delta:+.2f} {_interval(row.get('ci_low'), row.get('ci_high'))}".strip() if claims.finite(delta) else "—"
+    adjusted = _interval(row.get("adj_low"), row.get("adj_high"))
     verdict = f"**{row['verdict']}**" + (f" {adjusted}" if adjusted else "")
-    mde = _get(row, "mde")
-    detectable = f"{mde:.2f}" if _number(mde) else "—"
-    if row["verdict"] == "undetermined" and gap is not None and _number(mde) and abs(gap) < mde:
+    detectable = f"{mde:.2f}" if claims.finite(mde) else "—"
+    if row["verdict"] == "undetermined" and claims.detectable(row) is False:
         detectable += ": the paper's gap is smaller, this design cannot see it"
     where = f"{row['table']}, {row['column']}"
-    return [f"{md(row['claim'])} ({md(where)})", "—" if gap is None else f"{gap:+.2f}", ours, verdict, md(detectable)]
+    return [f"{md(row['claim'])} ({md(where)})", f"{gap:+.2f}" if claims.finite(gap) else "—", ours, verdict, md(detectable)]
 
 
 def reason_kind(row: Mapping) -> str:
@@ -114,7 +93,7 @@ def reason_kind(row: Mapping) -> str:
     "not run: data absent"; "X rests on a model that did not train, X seed 0: barely moved ..." reads "rests on
     a model that did not train" (the "did it train?" table gives the details)."""
     names = [re.escape(str(n)) for n in sorted({str(row["left"]), str(row["right"])}, key=len, reverse=True)]
-    reason = str(_get(row, "reason") or "no reason recorded")
+    reason = str(row["reason"]) if isinstance(row.get("reason"), str) and row["reason"] else "no reason recorded"
     starts = f"(?:{'|'.join(names)}) (?={'|'.join(ROW_REASONS)})"
     parts = []
     for part in re.split(f"; (?={starts})", reason):
@@ -175,4 +154,4 @@ def findings_section(state: Any) -> str:
 
 
 __all__ = ["COLUMNS", "STATUSES", "build_banner", "chapter_status", "finding_cells", "findings_section",
-           "not_tested_groups", "paper_gap", "reason_kind"]
+           "not_tested_groups", "reason_kind"]
