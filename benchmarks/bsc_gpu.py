@@ -129,10 +129,11 @@ def encoder(folder: Path, tiny: bool, device: str):
     return load_encoder(folder, pooling="mean", max_seq_length=SEQ, device=device), config
 
 
-def texts(n: int, seed: int) -> list[str]:
+def texts(n: int, seed: int, mixed: bool = False) -> list[str]:
+    """``n`` texts of random words: each cut at :data:`SEQ` tokens, or (``mixed``) of 8 to :data:`SEQ` words."""
     words = [w for w in VOCAB.read_text(encoding="utf-8").split() if w.isalpha() and not w.startswith("[")]
     rng = random.Random(seed)
-    return [" ".join(rng.choices(words, k=2 * SEQ)) for _ in range(n)]
+    return [" ".join(rng.choices(words, k=rng.randint(8, SEQ) if mixed else 2 * SEQ)) for _ in range(n)]
 
 
 def measure(args, batch: int, precision: str, seconds: float) -> dict:

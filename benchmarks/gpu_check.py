@@ -5,7 +5,8 @@ does not depend on them) with inputs of exactly 90 tokens, batches of 30 pairs, 
 
 1. **Step time and pairs/s** (CUDA-synchronised, the first steps left out) of BSC in bf16 autocast with fused
    AdamW and with ``UncorrectedAdam`` (multi-tensor; the BSC paper profile's optimizer for 5 of its 7 tasks),
-   BSC in fp32 (AdamW), and MNRL in bf16 (AdamW); the **MFU** of each: the step's model FLOPs (3 × the forward's
+   BSC in fp32 (AdamW), MNRL in bf16 (AdamW), and BSC bf16 on texts of mixed lengths padded and unpadded
+   (``TrainingConfig.unpadded``: what packing the real tokens buys, :data:`CONFIGS`); the **MFU** of each: the step's model FLOPs (3 × the forward's
    2 · non-embedding parameters · tokens + 4 · layers · 90 · hidden · tokens of attention) over the step time,
    over the GPU's dense bf16 peak (:data:`PEAK_BF16`; None for a GPU not listed there).
 2. **Operations and host-device syncs per step** of BSC bf16 with each optimizer, over 10 steps that do not log:
@@ -16,7 +17,7 @@ does not depend on them) with inputs of exactly 90 tokens, batches of 30 pairs, 
 5. **One checkpoint** of the bert-base run (weights and Adam's moments) written to the output folder's disk.
 
 Results go to ``benchmarks/results/gpu_check_<device>.json`` (``--out-dir``), the device named inside. It needs
-about 6 minutes on an H100 (``--seconds`` per timed configuration, 45 by default)::
+about 7 minutes on an H100 (``--seconds`` per timed configuration, 45 by default)::
 
     python benchmarks/gpu_check.py                   # on the GPU machine, from the repository root
     .venv/bin/python benchmarks/gpu_check.py --dry-run --out-dir /tmp/check   # CPU, tiny model, seconds (the test)
@@ -51,8 +52,14 @@ from sentcl.io import atomic_write_json  # noqa: E402
 BATCH = 30
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12}
 """Dense bf16 tensor-core peaks (FLOP/s) by GPU name, from the vendors' data sheets (SXM parts)."""
-CONFIGS = {"BSC bf16, AdamW fused": ("bsc", "bf16", True), "BSC bf16, UncorrectedAdam foreach": ("bsc", "bf16", False),
-           "BSC fp32, AdamW fused": ("bsc", "fp32", True), "MNRL bf16, AdamW fused": ("mnrl", "bf16", True)}
+CONFIGS = {"BSC bf16, AdamW fused": ("bsc", "bf16", True, "full"),
+           "BSC bf16, UncorrectedAdam foreach": ("bsc", "bf16", False, "full"),
+           "BSC fp32, AdamW fused": ("bsc", "fp32", True, "full"), "MNRL bf16, AdamW fused": ("mnrl", "bf16", True, "full"),
+           "BSC bf16, AdamW fused, mixed lengths": ("bsc", "bf16", True, "mixed"),
+           "BSC bf16, AdamW fused, mixed lengths, unpadded": ("bsc", "bf16", True, "unpadded")}
+"""Per timed configuration: loss, precision, Adam's bias correction (False: ``UncorrectedAdam``) and the inputs'
+lengths: ``full`` every text 90 tokens; ``mixed`` 8 to 90 words (about half the padded tokens real, as in the papers'
+training sets, 40-68 %), padded; ``unpadded`` the same texts with ``TrainingConfig.unpadded``."""
 RECORDED_PAIRS_PER_S = 260
 """The BSC bf16 step's pairs/s in ``benchmarks/results/bsc_gpu_h100.json`` before issue 30."""
 
@@ -82,14 +89,17 @@ def train(args, config: str, steps: int, seconds: float, hooks=None, keep=None):
     from sentcl.losses import BatchSoftmaxContrastiveLoss, MultipleNegativesRankingLoss
     from sentcl.training import RandomBatchSampler, Trainer, TrainingConfig
 
-    loss_name, precision, corrected = CONFIGS[config]
+    loss_name, precision, corrected, lengths = CONFIGS[config]
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     with tempfile.TemporaryDirectory(dir=args.out_dir) as tmp:
         model, architecture = bsc_gpu.encoder(Path(tmp) / "model", args.dry_run, args.device)
         n = BATCH * args.batches
-        data = TrainingData(columns={"query": bsc_gpu.texts(n, 1), "answer": bsc_gpu.texts(n, 2)}, name="random words, 90 tokens")
+        mixed = lengths != "full"
+        data = TrainingData(columns={"query": bsc_gpu.texts(n, 1, mixed), "answer": bsc_gpu.texts(n, 2, mixed)},
+                            name="random words, " + ("8-90 words" if mixed else "90 tokens"))
         cfg = TrainingConfig(epochs=1000, batch_size=BATCH, learning_rate=2e-5, weight_decay=0.01, precision=precision,
-                             adam_bias_correction=corrected, seed=0, log_steps=10**9, checkpoint_minutes=None)
+                             adam_bias_correction=corrected, seed=0, log_steps=10**9, checkpoint_minutes=None,
+                             unpadded=lengths == "unpadded")
         loss = (lambda m: BatchSoftmaxContrastiveLoss(m, 0.1)) if loss_name == "bsc" else MultipleNegativesRankingLoss
         timer = Steps(steps, seconds, sync, hooks)
         trainer = Trainer(model, loss, data, cfg, sampler=RandomBatchSampler(), callbacks=[timer], show_progress=False)
@@ -115,10 +125,11 @@ def timed(args, device: str) -> dict:
         timer, architecture = train(args, config, args.timed_steps, args.seconds)
         times = timer.times[args.warmup:]
         step = statistics.median(times)
-        flops = model_flops(architecture, BATCH)
-        out[config] = {"steps_timed": len(times), "step_s_median": round(step, 5), "pairs_per_s": round(BATCH / step, 1),
-                       "model_tflop_per_step": round(flops / 1e12, 4), "achieved_tflop_per_s": round(flops / step / 1e12, 2),
-                       "mfu_of_bf16_peak": round(flops / step / peak, 4) if peak else None}
+        out[config] = {"steps_timed": len(times), "step_s_median": round(step, 5), "pairs_per_s": round(BATCH / step, 1)}
+        if CONFIGS[config][3] == "full":  # mixed lengths: the tokens a step computes vary, no one FLOP count
+            flops = model_flops(architecture, BATCH)
+            out[config] |= {"model_tflop_per_step": round(flops / 1e12, 4), "achieved_tflop_per_s": round(flops / step / 1e12, 2),
+                            "mfu_of_bf16_peak": round(flops / step / peak, 4) if peak else None}
         print(config, out[config], flush=True)
     return out
 

@@ -511,6 +511,135 @@ def compile_encoder(model: SentenceTransformer) -> list[str]:
     return compiled
 
 
+UNPADDED_ATTENTION = "sentcl_unpadded"
+"""The name :func:`unpad_encoder` registers its attention under (transformers' ``AttentionInterface``)."""
+
+_POSITION_OFFSET = {"bert": 0, "roberta": None, "xlm-roberta": None, "camembert": None}
+"""Per model type, the first position id of a sequence (None: the padding id + 1, RoBERTa's rule); the model
+types :func:`unpad_encoder` supports (absolute positions that start again with every sequence)."""
+
+
+class _Packing:
+    """Where each real token of a right-padded batch ``attention_mask`` (B x L) sits once the batch is packed into one
+    row of T = ``attention_mask.sum()`` tokens: ``indices`` (its place in the flattened B x L grid) and
+    ``cu_seqlens`` (the sequences' cumulative lengths, 0 first), for attention to keep the sequences apart."""
+
+    def __init__(self, attention_mask: torch.Tensor):
+        self.shape = tuple(attention_mask.shape)
+        mask = attention_mask.bool()
+        self.indices = mask.reshape(-1).nonzero().squeeze(1)  # the one host-device sync of a packed forward
+        self.cu_seqlens = torch.nn.functional.pad(mask.sum(1).cumsum(0, dtype=torch.int32), (1, 0))
+        self.key_mask = mask[:, None, None, :]
+        self.max_len = self.shape[1]  # an upper bound of the longest sequence (no second sync)
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        """(B, L, ...) -> (1, T, ...): the real tokens, in order."""
+        return t.reshape(-1, *t.shape[2:]).index_select(0, self.indices).unsqueeze(0)
+
+    def unpack(self, t: torch.Tensor) -> torch.Tensor:
+        """(1, T, ...) -> (B, L, ...), zeros at the padding."""
+        flat = t.new_zeros(self.shape[0] * self.shape[1], *t.shape[2:]).index_copy(0, self.indices, t[0])
+        return flat.view(*self.shape, *t.shape[2:])
+
+    def attend(self, module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+               dropout: float, scaling: float | None) -> torch.Tensor:
+        """Each sequence's scaled dot-product attention over its own tokens, for (1, H, T, D) packed heads; returns
+        (1, T, H, D). On a GPU with ``flash-attn`` installed its variable-length kernel (with attention dropout);
+        with PyTorch's own (``torch.nn.attention.varlen``) when no dropout is due; otherwise the heads are padded
+        back to (B, H, L, D) for attention alone (``scaled_dot_product_attention`` with the key-padding mask), so that
+        the layers around it still see only real tokens."""
+        q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # (T, H, D)
+        if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16):
+            varlen = _varlen_attention(dropout)
+            if varlen is not None:
+                return varlen(q, k, v, self.cu_seqlens, self.max_len, dropout, scaling).unsqueeze(0)
+        pq, pk, pv = (self.unpack(t.unsqueeze(0)).transpose(1, 2) for t in (q, k, v))  # (B, H, L, D)
+        out = torch.nn.functional.scaled_dot_product_attention(pq, pk, pv, attn_mask=self.key_mask, dropout_p=dropout,
+                                                               scale=scaling)
+        return self.pack(out.transpose(1, 2))
+
+
+def _varlen_attention(dropout: float):
+    """A variable-length attention kernel installed here that can apply ``dropout``, as one signature; None if none."""
+    try:
+        from flash_attn import flash_attn_varlen_func  # type: ignore[import-not-found]
+    except ImportError:
+        flash_attn_varlen_func = None
+    if flash_attn_varlen_func is not None:
+        return lambda q, k, v, cu, n, p, s: flash_attn_varlen_func(q, k, v, cu, cu, n, n, dropout_p=p, softmax_scale=s)
+    if dropout == 0.0:
+        try:
+            from torch.nn.attention.varlen import varlen_attn
+        except ImportError:
+            return None
+        return lambda q, k, v, cu, n, p, s: varlen_attn(q, k, v, cu, cu, n, n, scale=s)
+    return None
+
+
+def _unpadded_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """transformers' attention signature over the packed heads of :class:`_Packing` (``kwargs["sentcl_packing"]``)."""
+    return kwargs["sentcl_packing"].attend(module, query, key, value, dropout, scaling), None
+
+
+def unpad_encoder(model: SentenceTransformer) -> list[str]:
+    """Run each Hugging Face model inside ``model`` padding-free, in place: a right-padded batch is packed into one
+    row of its real tokens (each sequence's positions starting again), so that embeddings, projections and
+    feed-forward layers compute no padding; attention keeps the sequences apart (:meth:`_Packing.attend`); the token
+    states come back in the padded shape with zeros at the padding, so that poolings, losses and checkpoints are
+    unchanged (BERT's pooler is applied to the unpacked states). Returns the changed modules' names. Opt-in in the
+    trainer (``TrainingConfig.unpadded``): the sums run in another order, so the numerics move slightly
+    (``tests/training/test_opt_in.py`` bounds it on a CPU); one host-device sync per forward pass (the packing's
+    indices). Real tokens are 40-68 % of the padded ones in the papers' training sets (issue 30's measurement)."""
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(UNPADDED_ATTENTION, _unpadded_attention)
+    changed = []
+    for name, module in model.named_modules():
+        auto_model = getattr(module, "auto_model", None)
+        if not isinstance(auto_model, torch.nn.Module):
+            continue
+        config: Any = auto_model.config
+        if config.model_type not in _POSITION_OFFSET or getattr(config, "is_decoder", False):
+            raise ConfigError(f"unpadded: {config.model_type!r} models are not supported (supported: "
+                              f"{', '.join(_POSITION_OFFSET)}, absolute positions, encoder only)")
+        side = getattr(getattr(module, "tokenizer", None), "padding_side", "right")
+        if side != "right":
+            raise ConfigError(f"unpadded: {name or 'the model'} pads on the {side}; packing needs right padding")
+        if getattr(auto_model.forward, "func", None) is not _packed_forward:  # not twice
+            auto_model.forward = functools.partial(_packed_forward, auto_model, auto_model.forward)
+        changed.append(f"{name}.auto_model")
+    if not changed:
+        raise ConfigError(f"{type(model).__name__} holds no transformer module (auto_model) to run unpadded")
+    return changed
+
+
+def _packed_forward(auto_model: Any, forward, input_ids=None, attention_mask=None, token_type_ids=None,
+                    position_ids=None, **kwargs):
+    """``auto_model.forward`` on the packed batch (:func:`unpad_encoder`), returning padded outputs."""
+    if input_ids is None or attention_mask is None or position_ids is not None or kwargs.get("inputs_embeds") is not None:
+        raise ConfigError("unpadded: the encoder needs input_ids and attention_mask, and sets the positions itself")
+    config: Any = auto_model.config
+    packing = _Packing(attention_mask)
+    offset = _POSITION_OFFSET[config.model_type]
+    columns = torch.arange(packing.shape[1], device=input_ids.device).expand(packing.shape)
+    positions = packing.pack(columns) + (config.pad_token_id + 1 if offset is None else offset)
+    packed = {"input_ids": packing.pack(input_ids), "position_ids": positions}
+    if token_type_ids is not None:
+        packed["token_type_ids"] = packing.pack(token_type_ids)
+    saved = config._attn_implementation_internal
+    config._attn_implementation_internal = UNPADDED_ATTENTION
+    try:
+        out = forward(**packed, sentcl_packing=packing, **kwargs)
+    finally:
+        config._attn_implementation_internal = saved
+    out["last_hidden_state"] = packing.unpack(out["last_hidden_state"])
+    if out.get("hidden_states") is not None:
+        out["hidden_states"] = tuple(packing.unpack(h) for h in out["hidden_states"])
+    if out.get("pooler_output") is not None:
+        out["pooler_output"] = auto_model.pooler(out["last_hidden_state"])
+    return out
+
+
 def fingerprint(model: SentenceTransformer) -> str:
     """A content hash of everything that decides ``model``'s embeddings; the embedding cache key.
 

@@ -1,5 +1,6 @@
-"""Opt-in speed that moves the numerics slightly (TrainingConfig.compile, .tf32): off by default and out of the
-run's key then; on the CPU, a compiled encoder trains within a stated tolerance of the eager one."""
+"""Opt-in speed that moves the numerics slightly (TrainingConfig.compile, .unpadded, .tf32): off by default and out
+of the run's key then; on the CPU, a compiled and an unpadded encoder train within a stated tolerance of the eager,
+padded one."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from sentcl.data import TrainingData
 from sentcl.data.registry import load, samples_root
 from sentcl.errors import ConfigError
 from sentcl.losses.bsc import BatchSoftmaxContrastiveLoss
-from sentcl.models import tiny_model
+from sentcl.models import tiny_model, unpad_encoder
 from sentcl.precision import tf32
 from sentcl.training import Trainer, TrainingConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 COMPILE_RTOL = 1e-4
 """How far a compiled encoder's training losses may be from the eager one's, relative, over 6 steps (CPU, fp32)."""
+UNPADDED_RTOL = 1e-5
+"""How far an unpadded encoder's training losses may be from the padded one's, relative, over 6 steps (CPU, fp32,
+dropout 0: with dropout the masks are drawn over other shapes, and the two runs differ as two seeds do)."""
 
 
 @pytest.fixture(scope="module")
@@ -24,17 +28,25 @@ def pairs():
     return TrainingData.from_record(load("snli", "train", samples_root()).with_label("entailment"), labels=False).take(range(48))
 
 
-def run(tmp_path, pairs, **options):
+def without_dropout(model):
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    return model
+
+
+def run(tmp_path, pairs, dropout=True, **options):
     config = TrainingConfig(batch_size=8, learning_rate=1e-3, log_steps=1, max_steps=6, **options)
-    trainer = Trainer(tiny_model(0), lambda m: BatchSoftmaxContrastiveLoss(m, 0.1), pairs, config, show_progress=False)
+    model = tiny_model(0) if dropout else without_dropout(tiny_model(0))
+    trainer = Trainer(model, lambda m: BatchSoftmaxContrastiveLoss(m, 0.1), pairs, config, show_progress=False)
     result = trainer.train(tmp_path / str(sorted(options.items())))
     return trainer, [entry["loss"] for entry in result.losses]
 
 
 def test_off_by_default_and_out_of_the_runs_key_until_turned_on(pairs):
     plain = Trainer(tiny_model(0), BatchSoftmaxContrastiveLoss, pairs, TrainingConfig(), show_progress=False)
-    assert not ({"compile", "tf32"} & set(plain.describe()["config"]))  # the keys of earlier runs stay the same
-    for option in ("compile", "tf32"):
+    assert not ({"compile", "unpadded", "tf32"} & set(plain.describe()["config"]))  # the keys of earlier runs stay
+    for option in ("compile", "unpadded", "tf32"):
         on = Trainer(tiny_model(0), BatchSoftmaxContrastiveLoss, pairs, TrainingConfig(**{option: True}), show_progress=False)
         assert on.describe()["config"][option] is True and on.stage().key != plain.stage().key
         with pytest.raises(ConfigError, match=option):
@@ -51,6 +63,53 @@ def test_a_compiled_encoder_trains_within_tolerance_of_the_eager_one(tmp_path, p
     assert eager_losses != [] and compiled_losses == pytest.approx(eager_losses, rel=COMPILE_RTOL)
     for name, weight in eager.model.state_dict().items():
         torch.testing.assert_close(compiled.model.state_dict()[name], weight, rtol=1e-3, atol=1e-4)
+
+
+def test_an_unpadded_encoder_trains_within_tolerance_of_the_padded_one(tmp_path, pairs):
+    padded, padded_losses = run(tmp_path, pairs, dropout=False)
+    unpadded, unpadded_losses = run(tmp_path, pairs, dropout=False, unpadded=True)
+    assert unpadded.model[0].auto_model.forward.func.__name__ == "_packed_forward"  # it ran packed
+    assert padded_losses != [] and unpadded_losses == pytest.approx(padded_losses, rel=UNPADDED_RTOL)
+    for name, weight in padded.model.state_dict().items():
+        torch.testing.assert_close(unpadded.model.state_dict()[name], weight, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "first_last_avg"])
+def test_unpadded_token_states_equal_the_padded_ones_at_the_real_tokens(pooling):
+    """Packing changes which tokens are computed, not what a real token gets: the token states (zeros at the
+    padding), BERT's pooler and the layer states a pooling reads, and the gradients, within float32 round-off.
+    The batch mixes lengths (1 to 40 tokens), so a packing that let sequences see each other, shifted positions
+    or misplaced a token would move them by far more."""
+    texts = ["a man is playing a guitar on the street while people watch " * 3, "hi",
+             "the cat sat on the mat", "two dogs run in the park"]
+    padded, packed = (without_dropout(tiny_model(0, pooling=pooling)) for _ in range(2))
+    assert unpad_encoder(packed) == ["0.auto_model"] and unpad_encoder(packed) == ["0.auto_model"]  # once, idempotent
+    features = padded.tokenize(texts)
+    lengths = features["attention_mask"].sum(1)
+    assert lengths.min() < lengths.max() == features["attention_mask"].shape[1]  # padding to pack away
+    padded.train(), packed.train()
+    ours, theirs = padded(dict(features)), packed(dict(features))
+    mask = features["attention_mask"][..., None]
+    if "token_embeddings" in ours:  # the cls pooling reads the pooler's output instead
+        torch.testing.assert_close(theirs["token_embeddings"], ours["token_embeddings"] * mask, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(theirs["sentence_embedding"], ours["sentence_embedding"], rtol=1e-5, atol=1e-6)
+    (ours["sentence_embedding"] ** 2).sum().backward()
+    (theirs["sentence_embedding"] ** 2).sum().backward()
+    for (name, a), b in zip(padded.named_parameters(), packed.parameters(), strict=True):
+        if a.grad is not None:
+            torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)
+    assert packed[0].auto_model.config._attn_implementation == padded[0].auto_model.config._attn_implementation
+
+
+def test_unpadded_refuses_what_it_cannot_pack():
+    model = tiny_model(0)
+    model[0].auto_model.config.model_type = "deberta-v2"
+    with pytest.raises(ConfigError, match="deberta-v2"):
+        unpad_encoder(model)
+    model = tiny_model(0)
+    model[0].tokenizer.padding_side = "left"
+    with pytest.raises(ConfigError, match="right padding"):
+        unpad_encoder(model)
 
 
 def test_tf32_is_switched_on_only_for_fp32_on_a_gpu_and_restored(tmp_path, pairs):

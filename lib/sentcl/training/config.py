@@ -15,7 +15,7 @@ from sentcl.precision import PRECISIONS
 OPTIMIZERS = ("adamw", "adam")
 SCHEDULERS = ("linear", "constant_with_warmup", "constant")
 TRAINING_PRECISIONS = PRECISIONS
-OPT_IN = ("compile", "tf32")
+OPT_IN = ("compile", "unpadded", "tf32")
 """Options off by default that move the numerics slightly for speed: in a run's key only when on (so that the
 keys of runs made before they existed stay the same)."""
 
@@ -48,6 +48,7 @@ class TrainingConfig:
 
     Opt-in speed (off by default: each moves the numerics slightly)
         ``compile`` compiles the encoder with ``torch.compile`` (:func:`sentcl.models.compile_encoder`);
+        ``unpadded`` runs it padding-free, on the batch's real tokens only (:func:`sentcl.models.unpad_encoder`);
         ``tf32`` lets fp32 runs on a GPU multiply in TF32 (:func:`sentcl.precision.tf32`). Part of the
         run's key when on.
 
@@ -96,6 +97,7 @@ class TrainingConfig:
     keep_checkpoints: int = 1
     log_steps: int = 10
     compile: bool = False
+    unpadded: bool = False
     tf32: bool = False
 
     def __post_init__(self) -> None:

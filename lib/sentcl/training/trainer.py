@@ -54,7 +54,7 @@ from sentcl.embeddings import encode as encode_texts
 from sentcl.errors import ConfigError
 from sentcl.hashing import stable_hash
 from sentcl.io import atomic_directory, atomic_path
-from sentcl.models import compile_encoder, fingerprint
+from sentcl.models import compile_encoder, fingerprint, unpad_encoder
 from sentcl.precision import autocast, note_use, resolve_precision, tf32
 from sentcl.progress import progress_bar
 from sentcl.training import checkpoint, distributed
@@ -263,6 +263,8 @@ class Trainer:
         if self._trained:
             raise ConfigError("this Trainer has trained its model already: build a new Trainer (and model) for another run")
         started = time.perf_counter()
+        if self.config.unpadded:
+            unpad_encoder(self.model)
         if self.config.compile:
             compile_encoder(self.model)
         with tf32(self.config.tf32, self.precision, self.procs.device):
