@@ -137,7 +137,9 @@ def test_the_verdict_rests_on_the_holm_level_interval_and_states_the_detectable_
     claims = [Claim("Table 1", "STSb", "good", "bad", source="ours"), Claim("Table 1", "STSb", "bad", "good", source="ours"),
               Claim("Table 1", "STSb", "good twin", "good", source="paper", paper_left=80.0, paper_right=79.9)]
     frame = run.write_claims(own=claims)
-    assert list(frame.columns[-6:-2]) == ["paper_gap", "adj_low", "adj_high", "mde"]  # then the headline columns
+    assert list(frame.columns[-8:]) == ["paper_gap", "adj_low", "adj_high", "mde", "headline", "headline_row", "seed_se",
+                                        "item_se"]
+    assert (frame["mde"] / frame["seed_se"].combine(frame["item_se"], lambda a, b: (a * a + b * b) ** 0.5) > 2).all()
     decided = frame["verdict"].isin(["holds", "contradicted"])
     excludes = (frame["adj_low"] > 0) | (frame["adj_high"] < 0)
     assert list(decided) == list(excludes) == list(frame["p_holm"] < 0.05) == [True, True, False]

@@ -11,13 +11,14 @@ import pandas as pd
 import pytest
 
 from sentcl.book.answer import answer, cell
-from sentcl.book.claims import CLAIM_COLUMNS, mark_headlines
+from sentcl.book.claims import CLAIM_COLUMNS, mark_headlines, seeds_for_gap
 from sentcl.book.findings import (
     build_banner,
     chapter_status,
     finding_cells,
     findings_section,
     not_tested_groups,
+    power_note,
     reason_kind,
 )
 
@@ -137,3 +138,41 @@ def test_the_answer_reads_every_chapters_headlines_also_without_geometry():
     assert "[RCL](rcl.md) (interrupted) | interrupted before its claims" in text
     assert "*This build:* complete: bsc; interrupted: rcl; not run: geometry." in text
     assert "not run in this build" in text  # the equal-budget column, geometry absent
+
+
+def test_seeds_for_gap_on_a_hand_worked_example():
+    """se = hypot(0.4, 0.1) = 0.4123, mde = 2.8 se = 1.1545 at 3 seeds; the paper's gap 0.5 needs a variance of
+    (0.5 / 2.8)^2 = 0.03189, of which the items take 0.01: the seeds' 0.16 x 3 / S' <= 0.02189 at S' = 22 (21 gives
+    an mde of 0.5075, 22 of 0.4995)."""
+    row = {"paper_gap": -0.5, "mde": 2.8 * math.hypot(0.4, 0.1), "seed_se": 0.4, "item_se": 0.1, "seeds_left": 3,
+           "seeds_right": 3}
+    assert seeds_for_gap(row) == 22
+    assert seeds_for_gap(row | {"item_se": 0.2, "mde": 2.8 * math.hypot(0.4, 0.2)}) == math.inf  # the items hide it
+    assert seeds_for_gap(row | {"paper_gap": 2.0}) == 3  # detectable today
+    assert seeds_for_gap(row | {"mde": math.nan}) is None and seeds_for_gap(row | {"paper_gap": None}) is None
+
+
+def power_state(**extra):
+    central = claim("BSC", "MSE", "undetermined", delta=0.2, low=-0.9, high=1.3, paper_gap=0.5, headline="baseline",
+                    headline_row="BSC", mde=2.8 * math.hypot(0.4, 0.1), seed_se=0.4, item_se=0.1, seeds_left=3,
+                    seeds_right=3) | extra
+    other = claim("BSC", "untouched", "holds", delta=3.0, low=1.0, high=5.0, headline="untouched", headline_row="BSC")
+    s = state(pd.DataFrame([other, central]))
+    s.record.wall_time_s = 600.0
+    names = [f"{row} seed {k}" for row in ("BSC", "MSE") for k in range(3)]
+    s.evidence = {("Table 1", "BSC"): SimpleNamespace(tasks={"STSb": {"health": {k: [{"name": n}] for k, n in enumerate(names)}}})}
+    return s
+
+
+def test_the_power_note_prices_the_seeds_the_central_claim_needs_against_the_budget():
+    note = power_note(power_state())
+    # 22 seeds per row, 19 more for each of the two trained rows, at 10 min / 6 models each: 63 min > 12
+    assert "BSC above MSE" in note and "1.15" in note and "0.50" in note
+    assert "about 22 seeds per trained row" in note and "38 more trainings at about 1.7 min" in note
+    assert "63 min, beyond the chapter's 12-minute budget" in note
+    assert "within the chapter's 80-minute budget: the profile's seeds could rise" in power_note(power_state(), budget_minutes=80)
+    hidden = power_note(power_state(item_se=0.2, mde=2.8 * math.hypot(0.4, 0.2)))
+    assert "no number of training seeds can show it" in hidden and "SE 0.20" in hidden
+    assert "this design can see it" in power_note(power_state(paper_gap=2.0))
+    assert power_note(power_state(paper_gap=None)) is None  # a claim of ours: no paper gap to reach
+    assert "**Power**" in findings_section(power_state())

@@ -23,7 +23,9 @@ the rows' evidence (:mod:`sentcl.book.evidence`: per-item scores per seed, train
 - ``mde``: the minimum detectable effect of the claim's design at 80 % power
   (:meth:`~sentcl.evaluation.significance.Difference.mde`) at Holm's first, strictest level 0.05 / m (m
   the tested claims: conservative for every later step), in the table's units; :func:`detectable` says
-  whether the paper's gap is at least that large.
+  whether the paper's gap is at least that large; ``seed_se`` and ``item_se`` are the two parts of its
+  standard error (training seeds, test items), from which :func:`seeds_for_gap` tells how many seeds
+  would bring ``mde`` down to the paper's gap, if any number can.
 
 ``<out>/claims/<chapter>.csv`` holds one row per claim (:data:`CLAIM_COLUMNS`); the chapter pages, the
 scorecard and the introduction count its verdicts, never the signs of differences.
@@ -38,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,7 +62,7 @@ VERDICTS = ("holds", "contradicted", "undetermined", "not tested")
 CLAIM_COLUMNS = (
     "chapter", "table", "claim", "left", "right", "column", "delta", "ci_low", "ci_high", "p", "p_holm",
     "verdict", "reason", "design", "seeds_left", "seeds_right", "paper_left", "paper_right", "source",
-    "paper_gap", "adj_low", "adj_high", "mde", "headline", "headline_row",
+    "paper_gap", "adj_low", "adj_high", "mde", "headline", "headline_row", "seed_se", "item_se",
 )
 CLAIMS = "claims"
 
@@ -178,7 +181,7 @@ def evaluate_claims(
     frame = pd.DataFrame(out, columns=list(CLAIM_COLUMNS))
     for seeds in ("seeds_left", "seeds_right"):
         frame[seeds] = frame[seeds].astype("Int64")
-    for number in ("paper_gap", "adj_low", "adj_high", "mde"):
+    for number in ("paper_gap", "adj_low", "adj_high", "mde", "seed_se", "item_se"):
         frame[number] = frame[number].astype(float)
     tested = frame.index[frame["verdict"].isna()]
     p = frame.loc[tested, "p"].astype(float).to_numpy()
@@ -188,7 +191,8 @@ def evaluate_claims(
         tested_diff: Difference = differences[i]
         low, high = tested_diff.interval(float(level))
         found = low > 0 or high < 0
-        frame.loc[i, ["adj_low", "adj_high", "mde"]] = [low, high, tested_diff.mde(alpha / len(tested))]
+        frame.loc[i, ["adj_low", "adj_high", "mde", "seed_se", "item_se"]] = [
+            low, high, tested_diff.mde(alpha / len(tested)), tested_diff.seed_se, tested_diff.item_se]
         frame.loc[i, "verdict"] = ("holds" if tested_diff.delta > 0 else "contradicted") if found else "undetermined"
         frame.loc[i, "reason"] = f"Holm-adjusted p {frame.loc[i, 'p_holm']:.2g}" + (
             "" if found else ": the difference does not stand out from the noise of seeds and test items") + frame.loc[i, "reason"]
@@ -299,6 +303,25 @@ def detectable(claim: Mapping) -> bool | None:
     return bool(abs(claim["paper_gap"]) >= claim["mde"])
 
 
+def seeds_for_gap(claim: Mapping) -> float | None:
+    """How many training seeds per trained row would bring the claim's detectable gap (``mde``) down to the
+    paper's gap: with S seeds today, the seed part of the variance shrinks as S / S' and the items' part stays
+    (the test set is the task's), the multiplier mde / se held at today's (its df grow with seeds: this
+    errs towards more seeds). ``math.inf`` when the items' noise alone hides the paper's gap (no number of seeds
+    can); None when the claim has no paper gap or no measured detectable gap; today's S when it is detectable."""
+    needed: list[Any] = [claim.get(k) for k in ("paper_gap", "mde", "seed_se", "item_se")]
+    if not all(finite(v) for v in needed):
+        return None
+    gap, mde, seed_se, item_se = (float(v) for v in needed)
+    seeds = max(int(claim["seeds_left"]), int(claim["seeds_right"]))
+    if abs(gap) >= mde:
+        return float(seeds)
+    within = (abs(gap) * math.hypot(seed_se, item_se) / mde) ** 2  # the variance at which mde = |gap|
+    if within <= item_se ** 2 or seed_se == 0:
+        return math.inf
+    return float(math.ceil(seeds * seed_se ** 2 / (within - item_se ** 2)))
+
+
 def sentence(claim: Mapping) -> str:
     """One claim as a sentence: what it says, the paper's gap (for its orderings), ours with its 95 %
     interval and the Holm-level interval its verdict rests on, the gap its design could detect, the
@@ -335,6 +358,7 @@ __all__ = [
     "mark_headlines",
     "paper_orderings",
     "read_claims",
+    "seeds_for_gap",
     "sentence",
     "evaluate_claims",
     "verdict_counts",

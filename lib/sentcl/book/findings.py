@@ -9,6 +9,8 @@ file (:mod:`sentcl.book.claims`) into the fragment each chapter page includes ri
   paper's gap (for the paper's orderings), ours with its marginal 95 % interval, the verdict with the
   multiplicity-adjusted interval it rests on, and the smallest gap the design could detect (at 80 %
   power, after the chapter's correction); an undetermined claim whose paper gap is below that says so;
+- one sentence on power (:func:`power_note`): could more seeds, within the chapter's budget, let its central
+  claim see the paper's gap, and at what measured cost; or why no budget can;
 - the claims not tested, folded: one line per table and reason ("Table 2: 83 claims — not run in the
   demo: ..."), each of which opens to list its claims.
 
@@ -19,6 +21,7 @@ interrupted or failed, and which did not run.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -124,6 +127,59 @@ def _folded(groups: list[tuple[str, str, list[str]]]) -> str:
     return raw_html("\n".join(lines))
 
 
+CHAPTER_BUDGET_MINUTES = 12
+"""A chapter's demo budget on a 2-core laptop (DEVELOPERS.md)."""
+
+
+def central_claim(frame: pd.DataFrame) -> Mapping | None:
+    """The chapter's central claim: its method against its paper's baseline (``headline`` "baseline"), else its
+    first headline claim; None when the claims mark none or it was not tested."""
+    tested = frame[frame["verdict"].isin(TESTED) & frame["headline"].notna()]
+    if tested.empty:
+        return None
+    first = tested[tested["headline"] == "baseline"]
+    return (first if len(first) else tested).iloc[0].to_dict()
+
+
+def trained_models(state: Any) -> set[str]:
+    """The names of the models the chapter's run trained (from its rows' training health)."""
+    return {str(record["name"]) for row in state.evidence.values() for task in row.tasks.values()
+            for records in task.get("health", {}).values() for record in records if record and "name" in record}
+
+
+def power_note(state: Any, budget_minutes: float = CHAPTER_BUDGET_MINUTES) -> str | None:
+    """One sentence (issue 33, "spend the spare budget on power"): whether the central claim's design sees the
+    paper's gap; if not, how many seeds per trained row would (:func:`sentcl.book.claims.seeds_for_gap`) and what
+    they cost at this run's measured minutes per trained model (the chapter's wall time over its trained models),
+    against the chapter's budget; or that no number of seeds can, the test items' noise alone hiding the gap.
+    None without a central claim that has a paper gap and a detectable gap."""
+    claim = central_claim(state.claims)
+    needed = claims.seeds_for_gap(claim) if claim is not None else None
+    if claim is None or needed is None:
+        return None
+    name = f"the central claim, {md(claim['claim'])} ({md(claim['table'])}, {md(claim['column'])})"
+    head = f"**Power**: {name}, detects gaps of {claim['mde']:.2f} or more; the paper's gap is {abs(claim['paper_gap']):.2f}"
+    if claims.detectable(claim):
+        return head + ": this design can see it.\n"
+    if math.isinf(needed):
+        return (head + f". The test items' noise alone (SE {claim['item_se']:.2f}) hides a gap that size: no number of "
+                "training seeds can show it on this test set, so the demo keeps its seeds.\n")
+    counts = [int(claim["seeds_left"]), int(claim["seeds_right"])]
+    trained = sum(n > 1 for n in counts)  # a row with one seed here is an untouched encoder (a trained one has no mde)
+    extra = (int(needed) - max(counts)) * trained
+    models = trained_models(state)
+    record = state.record
+    if record is None or not record.wall_time_s or not models:
+        return head + f": it would take about {int(needed)} seeds per trained row ({extra} more trainings).\n"
+    per_model = record.wall_time_s / 60 / len(models)
+    spare = budget_minutes - record.wall_time_s / 60
+    verdict = "within" if extra * per_model <= spare else "beyond"
+    return (head + f": about {int(needed)} seeds per trained row would see it, {extra} more trainings at about "
+            f"{per_model:.1f} min each (this run: {record.wall_time_s / 60:.1f} min for {len(models)} trained models), "
+            f"{extra * per_model:.0f} min, {verdict} the chapter's {budget_minutes:g}-minute budget"
+            + (", so the demo keeps its seeds.\n" if verdict == "beyond" else ": the profile's seeds could rise to it.\n"))
+
+
 def findings_section(state: Any) -> str:
     """The fragment a chapter page opens with (module doc)."""
     status = chapter_status(state)
@@ -146,6 +202,9 @@ def findings_section(state: Any) -> str:
         parts.append(md_table(COLUMNS, [finding_cells(r) for r in tested.to_dict("records")], css_class=FINDINGS_CLASS))
     else:
         parts.append("No claim could be tested in this run.\n")
+    note = power_note(state)
+    if note:
+        parts.append(note)
     groups = not_tested_groups(frame)
     if groups:
         parts.append(f"{sum(len(g[2]) for g in groups)} claims not tested, by table and reason (click a line to list them):\n")
@@ -153,5 +212,5 @@ def findings_section(state: Any) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["COLUMNS", "STATUSES", "build_banner", "chapter_status", "finding_cells", "findings_section",
-           "not_tested_groups", "reason_kind"]
+__all__ = ["CHAPTER_BUDGET_MINUTES", "COLUMNS", "STATUSES", "build_banner", "central_claim", "chapter_status", "finding_cells", "findings_section",
+           "not_tested_groups", "power_note", "reason_kind", "trained_models"]
