@@ -55,6 +55,7 @@ ASSUMED = {
     "softmax_batch_size": 16,  # SBERT §4: batch size 16
     "softmax_concatenation": ["u", "v", "|u-v|"],  # SBERT §3: (u, v, |u - v|)
     "softmax_batch_sampler": "random",  # SBERT's shuffled DataLoader
+    "softmax_classifier_lr": None,  # SBERT trains its classifier at the encoder's rate
     "seeds": [0],  # one run per model: the paper reports one, without a spread
     "not_run_rows": {},  # the paper profile computes every row it can
     "first_last_avg_rows": {"BERT (first-last avg.)": "BERT", "RoBERTa(first-last avg.)": "RoBERTa"},
@@ -72,6 +73,7 @@ MAY_DIFFER = {
     "nli_datasets", "expected_nli_rows", "expected_entailment_pairs", "whitening_fit_datasets",  # the data a root holds
     "train_pairs", "whitening_fit_sentences", "sts_max_pairs",  # budgets
     "checkpoint_steps",  # how often a run can resume from: not part of the result (not in the trainer's cache key)
+    "softmax_classifier_lr",  # the demo's 125 steps leave a classifier at the encoder's rate at chance
     "seeds",  # the demo trains three seeds, so that a gap between two trained rows can be told from the seed's noise
     "not_run_rows",  # the rows a profile leaves out, each with its reason
 }

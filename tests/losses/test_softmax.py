@@ -139,6 +139,33 @@ def test_module_classifier_is_trainable_and_sized_from_the_model():
         SoftmaxLoss(EmbeddingColumns(), num_labels=3)
 
 
+def test_the_classifier_gets_its_own_rate_only_when_asked_and_trains_at_it(tmp_path):
+    """SBERT trains the classifier at the run's rate: no group of its own, and the loss's configuration (a run's
+    key) as before; with ``classifier_lr`` its weight and bias are in groups of their own at that rate (the bias
+    without weight decay), and the trainer's optimizer steps them at it while the encoder keeps the run's rate."""
+    from sentcl.data import TrainingData
+    from sentcl.models import tiny_model
+    from sentcl.training import Trainer, TrainingConfig
+
+    assert SoftmaxLoss(EmbeddingColumns(), num_labels=3, embedding_dimension=4).parameter_groups() == []
+    loss = SoftmaxLoss(EmbeddingColumns(), num_labels=3, embedding_dimension=4, classifier_lr=5e-3)
+    groups = loss.parameter_groups()
+    assert [g["params"] for g in groups] == [[loss.classifier.weight], [loss.classifier.bias]]
+    assert [g["lr"] for g in groups] == [5e-3, 5e-3] and "weight_decay" not in groups[0] and groups[1]["weight_decay"] == 0.0
+    assert loss.get_config_dict()["classifier_lr"] == 5e-3
+    data = TrainingData(columns={"a": ["a cat", "a dog", "the sun", "two men"] * 4, "b": ["cats", "dogs", "sun", "men"] * 4},
+                        labels=[0, 1, 2, 0] * 4, name="toy")
+    config = TrainingConfig(batch_size=4, learning_rate=1e-4, scheduler="constant", log_steps=1, max_steps=1,
+                            checkpoint_minutes=None)
+    trainer = Trainer(tiny_model(0), lambda m: SoftmaxLoss(m, num_labels=3, classifier_lr=5e-3), data, config,
+                      show_progress=False)
+    trainer.train(tmp_path)
+    rates = sorted({g["lr"] for g in trainer.optimizer.param_groups})
+    assert rates == [1e-4, 5e-3]
+    with pytest.raises(ConfigError, match="classifier_lr"):
+        SoftmaxLoss(EmbeddingColumns(), num_labels=3, embedding_dimension=4, classifier_lr=0.0)
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"num_labels": 1}, {"num_labels": 3.0}, {"concatenation": ()}, {"concatenation": ("u", "u")}, {"concatenation": ("u-v",)}],

@@ -16,6 +16,9 @@ an ``nn.Linear``), the classifier has a bias; the paper's formula leaves it out.
 is stored as PyTorch stores a linear layer, ``(k, m·n)``, i.e. :math:`W_t^\top`.
 
 The classifier only serves training: it is not part of the sentence encoder and is not saved with it.
+It starts from random weights; SBERT trains it at the encoder's rate (2e-5) over ~36,000 steps. A short
+run at that rate leaves it near chance (ln k) and the encoder moving on its random gradients: ``classifier_lr``
+gives it its own rate (an assumption of a miniature, not the paper's; off by default).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sentcl.errors import ConfigError
+from sentcl.errors import ConfigError, check_number
 from sentcl.losses.base import SentclLoss, check_columns
 
 _PARTS = {
@@ -108,6 +111,8 @@ class SoftmaxLoss(SentclLoss):
         concatenation: parts of (u, v, |u − v|, u * v) fed to the classifier, in order
             (default SBERT's ``("u", "v", "|u-v|")``).
         embedding_dimension: n; read from ``model.get_embedding_dimension()`` when not given.
+        classifier_lr: the classifier's own learning rate (its optimizer group, under the run's schedule);
+            None: the run's rate, as SBERT.
     """
 
     def __init__(
@@ -116,8 +121,12 @@ class SoftmaxLoss(SentclLoss):
         num_labels: int,
         concatenation: Sequence[str] = SBERT_CONCATENATION,
         embedding_dimension: int | None = None,
+        classifier_lr: float | None = None,
     ) -> None:
         super().__init__(model)
+        if classifier_lr is not None:
+            check_number("classifier_lr", classifier_lr, low=0.0, low_open=True)
+        self.classifier_lr = None if classifier_lr is None else float(classifier_lr)
         if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 2:
             raise ConfigError(f"num_labels must be an integer ≥ 2, got {num_labels!r}")
         if embedding_dimension is None:
@@ -143,9 +152,18 @@ class SoftmaxLoss(SentclLoss):
             u, v, labels, self.classifier.weight, self.classifier.bias, concatenation=self.concatenation
         )
 
+    def parameter_groups(self) -> list[dict[str, Any]]:
+        """The classifier in its own optimizer groups at ``classifier_lr`` (none when it trains at the run's rate):
+        its weight under the run's weight decay, its bias under none, as the trainer groups the encoder's."""
+        if self.classifier_lr is None:
+            return []
+        return [{"params": [self.classifier.weight], "lr": self.classifier_lr},
+                {"params": [self.classifier.bias], "lr": self.classifier_lr, "weight_decay": 0.0}]
+
     def get_config_dict(self) -> dict[str, Any]:
-        return {
+        config = {
             "num_labels": self.num_labels,
             "concatenation": list(self.concatenation),
             "embedding_dimension": self.embedding_dimension,
         }
+        return config | ({} if self.classifier_lr is None else {"classifier_lr": self.classifier_lr})
