@@ -16,6 +16,8 @@ one round alike), and the headline ratio is the median of the rounds' ratios:
 ``sentcl``         sentcl's Trainer + sentcl's MultipleNegativesRankingLoss
 ``sentcl+st-loss`` sentcl's Trainer + sentence-transformers' MultipleNegativesRankingLoss (the
                    trainers alone compared)
+``sentcl unpadded`` sentcl's Trainer and loss, padding-free (``TrainingConfig.unpadded``; not run by default:
+                   ``--configs sentcl "sentcl unpadded" --baseline sentcl --out ...`` times what packing saves)
 
 Needs the ``bench`` extra (``datasets``, for sentence-transformers' trainer) and a data root
 with SNLI (``--data-dir``, ``$SENTCL_DATA`` or ``../shared/data``). Writes
@@ -41,7 +43,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "trainer_step_time_cpu.json"
 BATCH = 32
-CONFIGS = ("st-trainer", "sentcl", "sentcl+st-loss")
+CONFIGS = ("st-trainer", "sentcl", "sentcl+st-loss", "sentcl unpadded")
 
 
 def pairs(data_dir: Path, count: int, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -55,7 +57,7 @@ def pairs(data_dir: Path, count: int, seed: int = 0) -> tuple[list[str], list[st
     return [snli.sentences1[i] for i in order], [snli.sentences2[i] for i in order]
 
 
-def run_sentcl(anchors, positives, steps: int, st_loss: bool) -> list[float]:
+def run_sentcl(anchors, positives, steps: int, st_loss: bool, unpadded: bool = False) -> list[float]:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss as STMNRL
 
     from sentcl.data import TrainingData
@@ -84,6 +86,7 @@ def run_sentcl(anchors, positives, steps: int, st_loss: bool) -> list[float]:
         max_grad_norm=1.0,
         log_steps=10_000,
         seed=0,
+        unpadded=unpadded,
     )
     clock = Clock()
     trainer = Trainer(
@@ -153,6 +156,15 @@ def run_st(anchors, positives, steps: int) -> list[float]:
     return np.diff(np.array(clock.times), axis=0)
 
 
+def real_token_fraction(texts: list[str]) -> float:
+    """The share of real tokens among the padded ones, the texts tokenised in the timed batches of :data:`BATCH`."""
+    from sentcl.models import MINILM, load_encoder
+
+    tokenizer = load_encoder(MINILM, device="cpu").tokenizer
+    masks = [tokenizer(texts[i : i + BATCH], padding=True, truncation=True)["attention_mask"] for i in range(0, len(texts), BATCH)]
+    return round(sum(sum(map(sum, m)) for m in masks) / sum(len(m) * len(m[0]) for m in masks), 4)
+
+
 def summary(times: np.ndarray) -> dict[str, float]:
     """Statistics of per-step times, ``times[:, 0]`` wall clock and ``times[:, 1]`` CPU."""
     wall, cpu = times[:, 0], times[:, 1]
@@ -176,8 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=15, help="timed steps per run")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    parser.add_argument("--configs", nargs="+", choices=CONFIGS, default=list(CONFIGS[:3]))
+    parser.add_argument("--baseline", choices=CONFIGS, default="st-trainer", help="the configuration ratios divide by")
     parser.add_argument("--out", default=str(RESULT))
     args = parser.parse_args(argv)
+    configs = tuple(args.configs)
+    if args.baseline not in configs:
+        parser.error(f"--baseline {args.baseline} is not among --configs")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
@@ -187,15 +204,17 @@ def main(argv: list[str] | None = None) -> int:
     steps = args.warmup + args.steps + 1  # step times are differences of consecutive step ends
     anchors, positives = pairs(Path(args.data_dir), steps * BATCH)
     load_before = os.getloadavg()
-    times: dict[str, list[np.ndarray]] = {name: [] for name in CONFIGS}
+    times: dict[str, list[np.ndarray]] = {name: [] for name in configs}
     for round_ in range(args.rounds):
-        order = CONFIGS[round_ % 3 :] + CONFIGS[: round_ % 3]  # who goes first rotates
+        turn = round_ % len(configs)
+        order = configs[turn:] + configs[:turn]  # who goes first rotates
         for name in order:
             started = time.perf_counter()
             if name == "st-trainer":
                 step_times = run_st(anchors, positives, steps)
             else:
-                step_times = run_sentcl(anchors, positives, steps, st_loss=name == "sentcl+st-loss")
+                step_times = run_sentcl(anchors, positives, steps, st_loss=name == "sentcl+st-loss",
+                                        unpadded=name == "sentcl unpadded")
             timed = step_times[args.warmup :]
             times[name].append(timed)
             elapsed = time.perf_counter() - started
@@ -203,17 +222,18 @@ def main(argv: list[str] | None = None) -> int:
                   f"{np.median(timed[:, 1]):.3f} s CPU ({elapsed:.0f} s)", flush=True)
     results = {name: summary(np.concatenate(values)) for name, values in times.items()}
     ratios = {}
-    for name in ("sentcl", "sentcl+st-loss"):
+    base = args.baseline
+    for name in (c for c in configs if c != base):
         per_round = {
-            clock: [float(np.median(mine[:, k]) / np.median(st[:, k])) for mine, st in zip(times[name], times["st-trainer"], strict=True)]
+            clock: [float(np.median(mine[:, k]) / np.median(st[:, k])) for mine, st in zip(times[name], times[base], strict=True)]
             for k, clock in enumerate(("wall", "cpu"))
         }
-        ratios[f"{name} / st-trainer"] = {
+        ratios[f"{name} / {base}"] = {
             "median_of_round_ratios_wall": round(float(np.median(per_round["wall"])), 4),
             "median_of_round_ratios_cpu": round(float(np.median(per_round["cpu"])), 4),
             "round_ratios_wall": [round(r, 4) for r in per_round["wall"]],
             "round_ratios_cpu": [round(r, 4) for r in per_round["cpu"]],
-            "ratio_of_min_step_cpu": round(results[name]["cpu_min_s"] / results["st-trainer"]["cpu_min_s"], 4),
+            "ratio_of_min_step_cpu": round(results[name]["cpu_min_s"] / results[base]["cpu_min_s"], 4),
         }
     env = environment()
     record = {
@@ -237,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": args.rounds,
             "timed_steps_per_run": args.steps,
             "warmup_steps_per_run": args.warmup,
+            "real_token_fraction": {"anchors": real_token_fraction(anchors), "positives": real_token_fraction(positives)},
         },
         "results": results,
         "ratios": ratios,
