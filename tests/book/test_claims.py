@@ -218,3 +218,14 @@ def test_a_model_every_seed_shares_is_named_in_the_reason(run, fake):
     frame = run.write_claims(own=[Claim("Table 1", "STSb", "RCL", "Eq. 1", source="ours")])
     assert "every seed shares entropy model phi = 0.01 (trained once)" in frame["reason"].iloc[0]
     assert "RCL seed 0" not in frame["reason"].iloc[0]
+
+
+def test_a_column_over_several_tasks_shares_no_model_that_one_seed_trained():
+    """``Average`` rests on every STS task, each listing seed k's own model: seen once per task, it is still one
+    seed's model (a bug named every fine-tuned model "shared by every seed" on the MNRL-SBERT demo's Average)."""
+    from sentcl.book.evidence import RowEvidence
+
+    health = {str(s): [{"name": f"SBERT seed {s}"}, {"name": "entropy model"}] for s in range(3)}
+    tasks = {key: {"n": 10, "fingerprint": "x", "seeds": [0, 1, 2], "health": health} for key in ("STS12", "STSb", "SICK-R")}
+    row = RowEvidence("x", "SBERT", "run", ["Table 1"], {"Average": ["Average", ""], "STSb": ["STSb", "Spearman"]}, tasks)
+    assert row.shared("Average") == row.shared("STSb") == ["entropy model"]

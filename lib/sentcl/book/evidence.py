@@ -145,13 +145,14 @@ class RowEvidence:
     def shared(self, column: str) -> list[str]:
         """The models every seed of the column shares (trained once, e.g. RCL's entropy models): a name
         found in the health records of more than one seed of a task. Their training variability is not
-        in the seeds' spread."""
+        in the seeds' spread. A column over several tasks (``Average``) sees each seed's own models once per
+        task: that is one seed, not several."""
         found: dict[str, set[str]] = {}
         for key in self.column_tasks(column):
             for seed, records in self.tasks[key]["health"].items():
                 for record in records:
                     if record is not None and record.get("name"):
-                        found.setdefault(record["name"], set()).add(f"{key}/{seed}")
+                        found.setdefault(record["name"], set()).add(str(seed))
         return [name for name, seeds in found.items() if len(seeds) > 1]
 
     def items(self, seed: int, task_key: str) -> Items:
