@@ -69,10 +69,20 @@ def test_not_tested_claims_fold_one_line_per_table_and_reason_whatever_their_row
     groups = not_tested_groups(frame)
     assert [(t, r, len(c)) for t, r, c in groups] == [
         ("Table 2", "not run: CQA-A: data absent (cqa/train.xml)", 2),
-        ("Table 2", "rests on a model that did not train", 1),
+        ("Table 2", "rests on BSC's model that did not train (barely moved)", 1),
         ("Table 3", "not run: CQA-A: data absent (cqa/train.xml)", 1),
     ]
     assert reason_kind(claim("A", "B", "not tested", reason="B not run: x; A not run: y")) == "not run: x; not run: y"
+    demo = ("MNRLSBERT rests on a model that did not train or did not learn, MNRLSBERT seed 0 moved but did not learn: "
+            "its loss rose: 0.126 -> 0.1305 (fall -0.00447, 2 standard errors 0.0689); MNRLSBERT seed 1 moved but did not "
+            "learn: its loss rose: 0.0414 -> 0.09572 (fall -0.0543); MNRLSBERT seed 2 moved but did not learn: its loss "
+            "did not fall beyond its window-to-window noise: 0.09288 -> 0.07325 (fall +0.0196); SBERT rests on a model "
+            "that did not train or did not learn, SBERT seed 0 moved but did not learn: its loss 1.088 ends at its "
+            "chance level 1.099")
+    assert reason_kind(claim("MNRLSBERT", "SBERT", "not tested", reason=demo)) == (
+        "rests on MNRLSBERT's model that did not train or did not learn (its loss rose; its loss did not fall beyond "
+        "its window-to-window noise); rests on SBERT's model that did not train or did not learn (its loss ends at "
+        "its chance level)")
 
 
 def test_the_findings_section_lists_every_verdict_and_folds_the_rest():

@@ -93,18 +93,33 @@ def finding_cells(row: Mapping) -> list[str]:
 def reason_kind(row: Mapping) -> str:
     """A not-tested claim's reason with its two rows' names and per-model details taken out, so that claims left
     out for the same cause share one line: "BSC not run: data absent" and "MSE not run: data absent" both read
-    "not run: data absent"; "X rests on a model that did not train, X seed 0: barely moved ..." reads "rests on
-    a model that did not train" (the "did it train?" table gives the details)."""
+    "not run: data absent"; "X rests on a model that did not train or did not learn, X seed 0 moved but did not
+    learn: its loss rose: 0.04 -> 0.10 ...; X seed 1 ..." reads "rests on X's model that did not train or did not
+    learn (its loss rose; ...)": the row and its seeds' causes without numbers (the "did it train?" table gives
+    them)."""
     names = [re.escape(str(n)) for n in sorted({str(row["left"]), str(row["right"])}, key=len, reverse=True)]
     reason = str(row["reason"]) if isinstance(row.get("reason"), str) and row["reason"] else "no reason recorded"
     starts = f"(?:{'|'.join(names)}) (?={'|'.join(ROW_REASONS)})"
     parts = []
     for part in re.split(f"; (?={starts})", reason):
+        row = re.match(f"^{starts}", part)
         part = re.sub(f"^{starts}", "", part).strip()
         if part.startswith("rests on a model"):
-            part = part.split(", ")[0]
+            head, _, details = part.partition(", ")
+            causes = [_cause(d) for d in re.split(r"; (?=\S.*? seed \d+\b)", details) if d]
+            part = head if row is None else head.replace("a model", row.group(0).strip() + "'s model", 1)
+            part += f" ({'; '.join(dict.fromkeys(causes))})" if causes else ""
         parts.append(part)
     return "; ".join(sorted(set(parts)))
+
+
+def _cause(detail: str) -> str:
+    """"MNRLSBERT seed 1 moved but did not learn: its loss rose: 0.0414 -> 0.0957 (...)" -> "its loss rose"; the
+    cause a model's health gives, without its seed and its numbers, so that seeds failing alike share a line."""
+    cause = re.sub(r"^.*? seed \d+\b:? ?", "", detail).strip()
+    cause = re.sub(r"^(moved but did not learn|moved, but): ?", "", cause)
+    cause = re.split(r": | \(", cause)[0]
+    return re.sub(r" -?\d[\d.,]*", "", cause).strip()
 
 
 def not_tested_groups(frame: pd.DataFrame) -> list[tuple[str, str, list[str]]]:
