@@ -102,12 +102,12 @@ def reason_kind(row: Mapping) -> str:
     starts = f"(?:{'|'.join(names)}) (?={'|'.join(ROW_REASONS)})"
     parts = []
     for part in re.split(f"; (?={starts})", reason):
-        row = re.match(f"^{starts}", part)
+        named = re.match(f"^{starts}", part)
         part = re.sub(f"^{starts}", "", part).strip()
         if part.startswith("rests on a model"):
             head, _, details = part.partition(", ")
             causes = [_cause(d) for d in re.split(r"; (?=\S.*? seed \d+\b)", details) if d]
-            part = head if row is None else head.replace("a model", row.group(0).strip() + "'s model", 1)
+            part = head if named is None else head.replace("a model", named.group(0).strip() + "'s model", 1)
             part += f" ({'; '.join(dict.fromkeys(causes))})" if causes else ""
         parts.append(part)
     return "; ".join(sorted(set(parts)))
