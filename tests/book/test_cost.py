@@ -204,3 +204,22 @@ def test_the_mnrl_sbert_estimate_counts_its_checkpoints():
         seconds = {step: record["runs"][step]["median_training_gflop_per_step"] * 1e9 / (T4_FP32_PEAK * u) for step in ("mnrl", "softmax")}
         by_hand.append(2 * checkpoints_per_run(26_193, seconds["mnrl"]) + 2 * checkpoints_per_run(58_929, seconds["softmax"]))
     assert (low, high) == (min(by_hand), max(by_hand)) and low >= 4  # at least the end of each of the four runs
+
+
+def test_each_chapter_counts_its_own_profiles_plan():
+    """cost.chapter_stages reads a chapter's own count (its module's stages) of the profile's shipped parameters; a
+    chapter that counts none here (BSC: benchmarks/bsc_gpu.py) is an error naming those that do."""
+    from sentcl.book.cost import chapter_stages
+    from sentcl.chapters import CHAPTERS
+    from sentcl.errors import ConfigError
+
+    counted = [c for c in CHAPTERS.values() if c.stages is not None]
+    assert [c.name for c in counted] == ["mnrl_sbert", "rcl", "ifcl", "geometry"]
+    for spec in counted:
+        for profile in ("paper", "demo"):
+            stages = chapter_stages(spec.name, profile)
+            assert stages == spec.stages(parameters.shipped_parameters(spec.name, profile))
+            assert any(s.runs and s.steps for s in stages), (spec.name, profile)  # something trains
+    assert sum(s.runs * s.steps for s in chapter_stages("rcl", "demo")) < sum(s.runs * s.steps for s in chapter_stages("rcl"))
+    with pytest.raises(ConfigError, match="bsc: its plan of runs is not counted here; chapters counted: mnrl_sbert, rcl"):
+        chapter_stages("bsc")

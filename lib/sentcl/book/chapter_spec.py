@@ -4,7 +4,7 @@ Each chapter's module (``sentcl/chapters/<name>.py``) defines its ``CHAPTER``; t
 (:data:`sentcl.chapters.CHAPTERS`) lists them in book order. The book's generic modules take a
 :class:`Chapter` and read its parts (its data needs for :mod:`sentcl.book.coverage`, its GPU-memory
 rows for :mod:`sentcl.book.gpu_memory`, its measured record for :mod:`sentcl.book.benchmarks`, its
-stages for :mod:`sentcl.book.cost`); they never name a chapter. Where a notebook or a test passes
+plan of runs for :mod:`sentcl.book.cost`); they never name a chapter. Where a notebook or a test passes
 a chapter's name, :func:`resolve` finds its object: this module is the one door from the book's
 generic modules to the registry (imported when called, since the chapters import the generic modules).
 """

@@ -2,7 +2,8 @@
 
 A chapter counts every training and encoding its notebook runs from a profile's parameters, as
 :class:`Stage` rows (its :attr:`~sentcl.book.chapter_spec.Chapter.stages`, in ``sentcl/chapters/<chapter>.py``),
-with the helpers here (:func:`run_steps`, :func:`registry_count`, :func:`scored_sentences`). :func:`projection`
+with the helpers here (:func:`run_steps`, :func:`registry_count`, :func:`scored_sentences`); :func:`chapter_stages`
+gives a chapter's count for one of its profiles. :func:`projection`
 multiplies the counts by the seconds per optimizer step and the encoding rate a benchmark measured;
 :func:`t4_hours` converts a CPU measurement of each step's FLOPs onto a T4 instead.
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from .chapter_spec import Chapter, all_chapters, resolve
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,19 @@ def scored_sentences(tasks: Sequence[str], max_pairs: int) -> int:
     return 2 * sum(min(n, max_pairs or n) for n in counts)
 
 
+def chapter_stages(chapter: Chapter | str, profile: str = "paper") -> list[Stage]:
+    """Every training and encoding ``chapter``'s notebook runs in ``profile``: the chapter's own count
+    (:attr:`~sentcl.book.chapter_spec.Chapter.stages`) of that profile's parameters as shipped; a ConfigError
+    naming the chapters that count theirs for a chapter that does not."""
+    from .parameters import shipped_parameters
+
+    spec = resolve(chapter)
+    if spec.stages is None:
+        counted = [c.name for c in all_chapters().values() if c.stages is not None]
+        raise ConfigError(f"{spec.name}: its plan of runs is not counted here; chapters counted: {', '.join(counted)}")
+    return spec.stages(shipped_parameters(spec.name, profile))
+
+
 T4_FP32_PEAK = 8.1e12
 T4_UTILISATION = (0.25, 0.50)
 """A T4's fp32 peak (FLOP/s) and the share of it assumed reached on short padded batches: Colab's GPU
@@ -166,5 +181,5 @@ def projection(stages: Sequence[Stage], step_seconds: Mapping[str, float], sente
 
 
 __all__ = ["BERT_BASE_PARAMETERS", "BERT_LARGE_PARAMETERS", "CHECKPOINT_MINUTES", "ROBERTA_BASE_PARAMETERS", "Stage",
-           "T4_FP32_PEAK", "T4_UTILISATION", "checkpoint_bytes", "checkpoints_per_run", "measured_checkpoint_write",
+           "T4_FP32_PEAK", "T4_UTILISATION", "chapter_stages", "checkpoint_bytes", "checkpoints_per_run", "measured_checkpoint_write",
            "projection", "registry_count", "run_steps", "scored_sentences", "t4_checkpoints", "t4_hours"]
