@@ -24,14 +24,14 @@ def geometry_stages(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> 
     one budget (``train_rows`` pairs, else ``pairs``; IFCL trains on the distinct premises of the same pairs,
     at most as many), and per family RCL's entropy models (trained once, shared by the seeds), early-stopped
     between the earliest stop of their patience and the whole budget."""
-    from ..training.comparison import MethodSettings
+    from ..training.comparison import METHODS, MethodSettings
 
     rows = min(p["train_rows"] or pairs, pairs)
     steps = run_steps(rows, p["batch_size"], p["epochs"], p["max_steps"])
     entropy = min(steps, p["rcl_entropy_max_steps"] or steps)
     earliest = min(entropy, p["rcl_early_stopping_window"] * (MethodSettings().patience + 1))
     families, seeds = len(p["base_models"]), len(p["seeds"])
-    return [Stage(f"{method}: every family and seed", families * seeds, steps, method) for method in ("MNRL", "BSC", "RCL", "IFCL")] + [
+    return [Stage(f"{method}: every family and seed", families * seeds, steps, method) for method in METHODS] + [
         Stage("RCL entropy models (Eq. 2), early-stopped: every family", families * len(p["rcl_phis"]), entropy,
               "RCL entropy", earliest)]
 
