@@ -18,8 +18,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sentcl.book.chapter import CHAPTERS
 from sentcl.book.records import environment, read_run_records
+from sentcl.chapters import CHAPTERS
 from sentcl.io import atomic_write_json
 
 RESULTS = Path(__file__).resolve().parent / "results" / "rehearsal_cpu.json"

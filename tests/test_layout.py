@@ -1,6 +1,13 @@
-"""The library's floor plan (README, "Layout"): infrastructure modules, science packages and the
-book, with imports running one way. Read from the source (every ``import`` statement, also the
-ones inside functions), so a lazy import cannot slip past."""
+"""The library's floor plan (README, "Layout"): infrastructure modules, science packages, the
+book's generic modules and the chapters, with imports running one way. Read from the source (every
+``import`` statement, also the ones inside functions), so a lazy import cannot slip past.
+
+The chapters (``sentcl.chapters``: one module per chapter and the registry) stand on the book's generic
+modules and the science and may import both; the science imports neither. The book's generic modules
+take a chapter object and never import a chapter: the one door from them to the registry is
+``sentcl.book.chapter_spec`` (:func:`~sentcl.book.chapter_spec.resolve` a chapter's name,
+:func:`~sentcl.book.chapter_spec.all_chapters` for the runner and the page builders), which imports it
+when called."""
 
 from __future__ import annotations
 
@@ -14,6 +21,8 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "sentcl"
 INFRASTRUCTURE = {"__init__", "__main__", "errors", "paths", "io", "hashing", "artifacts", "progress", "precision", "cli"}
 SCIENCE = {"data", "models", "embeddings", "losses", "training", "evaluation", "whitening"}
 BOOK = {"book"}
+CHAPTERS = {"chapters"}
+REGISTRY_DOOR = "sentcl.book.chapter_spec"
 LONG_MODULE_LINES = 500
 LONG_MODULE_REASON = "Why this module is long:"
 
@@ -63,12 +72,24 @@ IMPORTS = {module: imports_of(module, path) for module, path in MODULES.items()}
 
 def test_every_module_is_in_a_room():
     rooms = {room(m) for m in MODULES}
-    assert rooms <= INFRASTRUCTURE | SCIENCE | BOOK | {"_data"}, sorted(rooms - (INFRASTRUCTURE | SCIENCE | BOOK))
+    known = INFRASTRUCTURE | SCIENCE | BOOK | CHAPTERS
+    assert rooms <= known | {"_data"}, sorted(rooms - known)
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in SCIENCE))
 def test_science_never_imports_the_book(module):
-    assert not {m for m in IMPORTS[module] if room(m) in BOOK}, f"{module} imports the book"
+    assert not {m for m in IMPORTS[module] if room(m) in BOOK | CHAPTERS}, f"{module} imports the book or a chapter"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in BOOK and m != REGISTRY_DOOR))
+def test_the_books_generic_modules_never_import_a_chapter(module):
+    """A generic module takes a chapter object; a name goes through the one door (REGISTRY_DOOR)."""
+    chapters = sorted(m for m in IMPORTS[module] if room(m) in CHAPTERS)
+    assert not chapters, f"{module} imports {chapters}: take a Chapter, or resolve a name with {REGISTRY_DOOR}.resolve"
+
+
+def test_the_one_door_to_the_registry_is_the_chapter_spec():
+    assert {m for m in IMPORTS[REGISTRY_DOOR] if room(m) in CHAPTERS} == {"sentcl.chapters"}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in INFRASTRUCTURE - {"cli", "__main__"}))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import benchmarks
+from sentcl.chapters import CHAPTERS
 from sentcl.errors import DataFormatError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +84,7 @@ def recorded(tmp_path, monkeypatch):
 
 
 def test_the_training_rows_table_shows_each_budget_its_averages_intervals_and_health(recorded):
-    recorded(benchmarks.TRAINING_ROWS, ROWS)
+    recorded(CHAPTERS["mnrl_sbert"].measurement.record, ROWS)
     table, caption = benchmarks.measurement_frame("mnrl_sbert")
     row = table.loc[1000]
     assert row["steps (MNRL / softmax)"] == "84 / 63"
@@ -99,7 +100,7 @@ def test_the_training_rows_table_shows_each_budget_its_averages_intervals_and_he
 
 
 def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorded):
-    recorded(benchmarks.IFCL_SETTING, SETTING)
+    recorded(CHAPTERS["ifcl"].measurement.record, SETTING)
     table, caption = benchmarks.measurement_frame("ifcl")
     simcse = table.loc[("wiki1m word repetition", "SimCSE")]
     assert simcse["loss"] == "1.66e-05 → 9.7e-06" and simcse["Twin"] == "—" and simcse["cosine to start"] == "0.9816"
@@ -110,7 +111,7 @@ def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorde
 
 
 def test_the_cqa_shuffle_table_shows_each_step_count_its_maps_intervals_and_health(recorded):
-    recorded(benchmarks.CQA_SHUFFLE, CQA)
+    recorded(CHAPTERS["bsc"].measurement.record, CQA)
     table, caption = benchmarks.measurement_frame("bsc")
     row = table.loc[60]
     assert row["BSC"] == "0.685 ± 0.003" and row["all-MiniLM-L6-v2 untouched"] == "0.677"
@@ -127,15 +128,15 @@ def test_a_chapter_without_a_record_says_not_measured_and_one_without_a_measurem
     assert table is None and "Not measured" in why and "benchmarks/ifcl_demo_setting.py" in why
     assert "Not measured" in benchmarks.chapter_section("ifcl")
     assert benchmarks.chapter_section("rcl") == ""
-    (tmp_path / benchmarks.TRAINING_ROWS).write_text("{not json")
+    (tmp_path / CHAPTERS["mnrl_sbert"].measurement.record).write_text("{not json")
     with pytest.raises(DataFormatError, match=r"mnrl_sbert_rows_cpu\.json"):
         benchmarks.measurement_frame("mnrl_sbert")
 
 
-@pytest.mark.parametrize("chapter", sorted(benchmarks.MEASUREMENTS))
+@pytest.mark.parametrize("chapter", sorted(c for c, spec in CHAPTERS.items() if spec.measurement))
 def test_the_recorded_results_read(chapter):
     """The results shipped in benchmarks/results make a table (every run of the file a row)."""
-    name = benchmarks.MEASUREMENTS[chapter][0]
+    name = CHAPTERS[chapter].measurement.record
     path = ROOT / "benchmarks" / "results" / name
     if not path.is_file():
         pytest.skip(f"benchmarks/results/{name} is not recorded in this checkout")
@@ -149,6 +150,6 @@ def test_the_caption_groups_the_papers_claim_by_verdict_across_budgets(recorded)
         run = json.loads(json.dumps(ROWS["runs"][0]))
         run["train_pairs"], run["claims"][0]["verdict"] = rows, verdict
         runs.append(run)
-    recorded(benchmarks.TRAINING_ROWS, {**ROWS, "runs": runs})
+    recorded(CHAPTERS["mnrl_sbert"].measurement.record, {**ROWS, "runs": runs})
     _, caption = benchmarks.measurement_frame("mnrl_sbert")
     assert caption.endswith('"MNRLSBERT above SBERT": undetermined at 1,000 and 2,000; holds at 3,000 rows per seed.')

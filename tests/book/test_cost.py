@@ -1,4 +1,4 @@
-"""The RCL paper profile's cost, counted from its parameters (sentcl.book.cost): every training the notebook runs
+"""The chapters' paper profiles' cost, counted from their parameters (sentcl.book.cost, sentcl.chapters.*): every training the notebook runs
 for Tables 1-5 and Table 2's folds, summed here by hand from the profile, times a step-time table."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import parameters
-from sentcl.book.cost import PAPER_SIZES, measured_step, projection, rcl_paper_projection, rcl_stages, run_steps
+from sentcl.book.cost import projection, run_steps
+from sentcl.chapters.rcl import PAPER_SIZES, measured_step, rcl_paper_projection, rcl_stages
 from sentcl.paths import benchmark_result
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "rcl.ipynb"
@@ -77,7 +78,7 @@ def test_the_ifcl_paper_profile_counts_every_training_it_runs():
     trained Chinese row (SimCSE, IFCL) three seeds; one wiki1m epoch of 64 for the English rows, one epoch of the
     Chinese sets' sentences (both sides of 5,231 CNSD and 10,000 SimCLUE pairs) for the Chinese; STS-B dev every
     125 steps. Summed here by hand from the slides' setting."""
-    from sentcl.book.cost import ifcl_paper_projection, ifcl_stages
+    from sentcl.chapters.ifcl import ifcl_paper_projection, ifcl_stages
 
     paper = parameters.chapter_profiles(IFCL_NOTEBOOK)["paper"]
     assert len(paper["seeds"]) == 3
@@ -104,7 +105,8 @@ def test_the_ifcl_paper_profile_counts_every_training_it_runs():
 def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
     """MNRLSBERT and MNRLSRoBERTa: one epoch of the 314,315 entailment pairs in batches of 12; SBERT and SRoBERTa: one
     epoch of the 942,854 labelled NLI rows in batches of 16; one seed (the paper's). The T4 estimate sums them."""
-    from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, mnrl_sbert_stages, t4_hours
+    from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, t4_hours
+    from sentcl.chapters.mnrl_sbert import mnrl_sbert_stages
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("mnrl_sbert.ipynb"))["paper"]
     stages = mnrl_sbert_stages(paper)
@@ -122,7 +124,7 @@ def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
 def test_the_geometry_paper_profile_counts_every_training_it_runs():
     """Two families x four methods x three seeds of one budget (the 314,315 entailment pairs in batches of 64), and per
     family RCL's four entropy models, early-stopped no sooner than 4 windows of 500 steps."""
-    from sentcl.book.cost import geometry_stages
+    from sentcl.chapters.geometry import geometry_stages
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["paper"]
     stages = {s.what.split(":")[0]: s for s in geometry_stages(paper)}
@@ -189,7 +191,8 @@ def test_a_projection_shows_its_parts_and_counts_the_checkpoints(paper):
 def test_the_mnrl_sbert_estimate_counts_its_checkpoints():
     """At the T4 step times of the two utilisations, each run checkpoints every 10 minutes of training (the
     profile's checkpoint_steps is 0: by time only) and at the end."""
-    from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, checkpoints_per_run, mnrl_sbert_stages, t4_checkpoints
+    from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, checkpoints_per_run, t4_checkpoints
+    from sentcl.chapters.mnrl_sbert import mnrl_sbert_stages
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("mnrl_sbert.ipynb"))["paper"]
     record = json.loads(benchmark_result("mnrl_sbert_cost_cpu.json").read_text(encoding="utf-8"))
@@ -201,3 +204,22 @@ def test_the_mnrl_sbert_estimate_counts_its_checkpoints():
         seconds = {step: record["runs"][step]["median_training_gflop_per_step"] * 1e9 / (T4_FP32_PEAK * u) for step in ("mnrl", "softmax")}
         by_hand.append(2 * checkpoints_per_run(26_193, seconds["mnrl"]) + 2 * checkpoints_per_run(58_929, seconds["softmax"]))
     assert (low, high) == (min(by_hand), max(by_hand)) and low >= 4  # at least the end of each of the four runs
+
+
+def test_each_chapter_counts_its_own_profiles_plan():
+    """cost.chapter_stages reads a chapter's own count (its module's stages) of the profile's shipped parameters; a
+    chapter that counts none here (BSC: benchmarks/bsc_gpu.py) is an error naming those that do."""
+    from sentcl.book.cost import chapter_stages
+    from sentcl.chapters import CHAPTERS
+    from sentcl.errors import ConfigError
+
+    counted = [c for c in CHAPTERS.values() if c.stages is not None]
+    assert [c.name for c in counted] == ["mnrl_sbert", "rcl", "ifcl", "geometry"]
+    for spec in counted:
+        for profile in ("paper", "demo"):
+            stages = chapter_stages(spec.name, profile)
+            assert stages == spec.stages(parameters.shipped_parameters(spec.name, profile))
+            assert any(s.runs and s.steps for s in stages), (spec.name, profile)  # something trains
+    assert sum(s.runs * s.steps for s in chapter_stages("rcl", "demo")) < sum(s.runs * s.steps for s in chapter_stages("rcl"))
+    with pytest.raises(ConfigError, match="bsc: its plan of runs is not counted here; chapters counted: mnrl_sbert, rcl"):
+        chapter_stages("bsc")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import gpu_memory
-from sentcl.book.chapter import CHAPTERS
+from sentcl.chapters import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"

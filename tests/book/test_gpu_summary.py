@@ -42,7 +42,7 @@ def test_mnrl_sbert_says_why_it_is_fp32_and_how_to_train_in_fp16_on_a_t4(t4):
 
 def test_half_precision_shrinks_an_fp32_peak_by_bscs_measured_ratio():
     row = next(r for r in gpu_memory.chapter_rows("bsc") if r.precision == "fp32" and r.batch == 50)
-    assert gpu_memory.half_precision_gib(row) == pytest.approx(gpu_memory._bsc_largest_batch_peak("bf16"))  # calibrated on it
+    assert gpu_memory.half_precision_gib(row) == pytest.approx(gpu_memory._calibration_largest_batch_peak("bf16"))  # calibrated on it
     smaller = next(r for r in gpu_memory.chapter_rows("ifcl") if "large" in r.run)
     assert gpu_memory.fixed_gib("bert-large") < gpu_memory.half_precision_gib(smaller) < smaller.peak_gib
 

@@ -13,7 +13,8 @@ import nbformat
 import pytest
 
 from sentcl.book import parameters, runner
-from sentcl.book.chapter import CHAPTERS, DataChoice
+from sentcl.book.chapter import DataChoice
+from sentcl.chapters import CHAPTERS
 from sentcl.errors import ConfigError
 from sentcl.paths import notebook_file
 

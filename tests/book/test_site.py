@@ -18,11 +18,11 @@ import pytest
 import yaml
 
 from sentcl.book import environment, install, pages, public, site
-from sentcl.book.chapter import CHAPTERS, OWN_CHAPTERS
 from sentcl.book.claims import read_claims
 from sentcl.book.findings import findings_section
 from sentcl.book.records import read_run_records
 from sentcl.book.results import load_results, paper_values
+from sentcl.chapters import CHAPTERS
 from sentcl.errors import SentclError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def test_stage_without_any_run(mathjax, tmp_path):
     scorecard = (src / site.GENERATED / "scorecard.md").read_text()
     for chapter in CHAPTERS:  # every paper cell listed, none computed: all of them the paper's (cited)
         cells = len(paper_values(chapter))
-        assert (cells == 0) == (chapter in OWN_CHAPTERS)
+        assert (cells == 0) == CHAPTERS[chapter].own
         assert f"| [{chapter}](../{chapter}.md) | not run | {cells} | 0 | {cells} | 0 | — | — | — |" in scorecard
     assert "A chapter of our own, not run in this build" in scorecard
     assert len(paper_values("mnrl_sbert")) == 208
@@ -87,7 +87,7 @@ def _state(chapter: str, profile: str | None, sample: bool, ran: bool = True) ->
 
     record = RunRecord(kind="notebook", name=chapter, chapter=chapter, profile=profile, run_id="r", started="t",
                        config={"sample": sample}) if ran else None
-    return pages.ChapterState(chapter, CHAPTERS[chapter], True, None, record, compare(chapter, load_results("/nonexistent")))
+    return pages.ChapterState(chapter, CHAPTERS[chapter].title, True, None, record, compare(chapter, load_results("/nonexistent")))
 
 
 FAKE_DATA = "/nonexistent-sentcl/someone/shared/data"  # a real data root on "the build machine"

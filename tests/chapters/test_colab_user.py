@@ -25,8 +25,8 @@ import nbformat
 import pytest
 
 from sentcl.book import install
-from sentcl.book.chapter import CHAPTERS
 from sentcl.book.results import load_results
+from sentcl.chapters import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH_WHEELS = Path(os.environ.get("TORCH_WHEELS", "/opt/wheels"))

@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 
 from sentcl.book import parameters
+from sentcl.chapters import CHAPTERS as REGISTRY
 from sentcl.errors import ConfigError
 from sentcl.training import LossEarlyStopping, TrainingConfig
 from sentcl.training.checkpoint import RunningMean
 from sentcl.training.health import training_health
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CHAPTERS = ("mnrl_sbert", "bsc", "rcl", "ifcl", "geometry")
+CHAPTERS = tuple(REGISTRY)
 
 STAND_IN = "tiny"
 RATE_FACTOR = 50

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from .chapter_spec import resolve
 from .findings import STATUSES, chapter_status, reason_kind
 from .markdown import md, md_table
 
@@ -57,14 +58,16 @@ def headline(frame: pd.DataFrame, kind: str) -> pd.Series | None:
     return None if found.empty else found.iloc[0]
 
 
-def _equal_budget(geometry: Any, method: str) -> str:
-    if geometry is None or not geometry.ran or geometry.claims.empty:
+def _equal_budget(one_budget: Any, method: str) -> str:
+    """The answer's last cell: ``method`` against MNRL in the claims of the chapter that compares them under one
+    budget (``one_budget``, its state; None where no chapter does), with its cost in MNRL's."""
+    if one_budget is None or not one_budget.ran or one_budget.claims.empty:
         return "not run in this build"
     if method == BASELINE:
         return "the reference"
-    frame = geometry.claims
+    frame = one_budget.claims
     found = frame[(frame["left"] == method) & (frame["right"] == BASELINE) & (frame["column"] == "Average")]
-    costs = geometry.compared[geometry.compared["column"] == "cost × MNRL"].set_index("row")["value"]
+    costs = one_budget.compared[one_budget.compared["column"] == "cost × MNRL"].set_index("row")["value"]
     cost = f"; costs {costs[method]:.2f} × MNRL" if method in costs.index else ""
     return (cell(found.iloc[0], method) if len(found) else "not in this build's claims") + cost
 
@@ -72,9 +75,8 @@ def _equal_budget(geometry: Any, method: str) -> str:
 def answer(states) -> str:
     """MyST markdown: the answer table, the run's limits, the build's state (``states``:
     :func:`sentcl.book.pages.chapter_states`)."""
-    geometry = next((s for s in states if s.chapter == "geometry"), None)
-    papers = [s for s in states if s.chapter != "geometry"]
-    equal = {"MNRL-SBERT": BASELINE}  # the chapter whose method is the equal-budget reference
+    one_budget = next((s for s in states if resolve(s.chapter).one_budget), None)
+    papers = [s for s in states if not resolve(s.chapter).one_budget]
     rows = []
     for state in papers:
         method = method_name(state)
@@ -87,7 +89,7 @@ def answer(states) -> str:
                      ("not in this build's claims" if status == "complete" else f"{status} before its claims")
                      for c in marked.values()]
         rows.append([f"[{md(method)}]({state.chapter}.md)" + ("" if status == "complete" else f" ({status})"),
-                     *cells, _equal_budget(geometry, equal.get(method, method))])
+                     *cells, _equal_budget(one_budget, resolve(state.chapter).one_budget_row or method)])
     profiles = sorted({p for s in states if s.ran for p in s.profiles})
     profile = PROFILE_WORDS.get(profiles[0], profiles[0] + " profile") if len(profiles) == 1 else (
         "profiles " + ", ".join(profiles) if profiles else "no profile (nothing ran)")

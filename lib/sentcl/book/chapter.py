@@ -42,23 +42,13 @@ from ..io import atomic_write_json, claim, read_json
 from ..paths import data_root
 from ..precision import uses
 from . import claims, report
+from .chapter_spec import resolve
 from .claims import Claim
 from .evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run, save_row_evidence
 from .geometry import save_geometry
 from .public import describe_data
 from .records import finish_run_record, precision_uses_file, start_run_record
 from .results import PROFILES, Result, current_run_id, load_results, paper_values, save_results
-
-# chapter -> title, in book order; a chapter's notebook is notebooks/<chapter>.ipynb
-CHAPTERS = {
-    "mnrl_sbert": "MNRL-SBERT: multiple-negatives ranking loss on NLI (Taneja et al. 2023)",
-    "bsc": "BSC: batch-softmax contrastive loss (Chernyavskiy et al. 2022)",
-    "rcl": "RCL: regularized contrastive learning with entropy models (Tan et al. 2022)",
-    "ifcl": "IFCL: identical and fraternal twins (Xiao et al. 2023)",
-    "geometry": "Geometry: alignment, uniformity, anisotropy, and the four methods under one budget",
-}
-OWN_CHAPTERS = frozenset({"geometry"})
-"""Chapters of our own, reproducing no paper: no paper values, every row is ours."""
 
 GEOMETRY_PAIRS = {"smoke": 0, "demo": 500, "rehearsal": 200, "paper": 0}
 """STS-B test pairs a model's geometry is measured on, per profile (0: all 1,379; the demo draws
@@ -153,9 +143,7 @@ class ChapterRun:
     ):
         """``models`` and ``paper_models``: family (e.g. ``"BERT"``) -> the encoder this run uses and
         the paper's; where they differ, every row of that family says which stands in for which."""
-        if chapter not in CHAPTERS:
-            raise ConfigError(f"unknown chapter {chapter!r}; chapters: {', '.join(CHAPTERS)}")
-        self.chapter = chapter
+        self.chapter = resolve(chapter).name  # an unknown chapter: a ConfigError naming the chapters
         self.profile = profile
         self.data = resolve_data(profile, data_dir)
         if self.data.warning:

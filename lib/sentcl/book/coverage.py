@@ -3,7 +3,8 @@ computes it, needs data the root lacks (which files, and where they come from), 
 value as cited.
 
 :func:`chapter_needs` reads which rows a chapter's paper profile computes and which registered datasets
-each needs from the paper profile's parameters (the notebook's defaults, shipped with sentcl); every other
+each needs from the paper profile's parameters (the notebook's defaults, shipped with sentcl), by the chapter's
+own :attr:`~sentcl.book.chapter_spec.Chapter.needs` (in ``sentcl/chapters/<chapter>.py``); every other
 row of the paper's tables is one it cites. The answer is read from the data root's files and the registry
 (:mod:`sentcl.data.registry`), before anything trains, so a GPU user knows what a run will and will not
 fill; each chapter writes it to ``<out>/coverage/<chapter>.csv``
@@ -15,11 +16,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from ..errors import ConfigError
+from .chapter_spec import Chapter, all_chapters, resolve
 from .results import _read_csv, paper_values
 
 Needs = Mapping[str | tuple[str, str], Sequence[str]]
@@ -90,13 +91,14 @@ def coverage_path(out_dir: str | os.PathLike, chapter: str) -> Path:
     return Path(out_dir) / "coverage" / f"{chapter}.csv"
 
 
-def write_coverage(out_dir: str | os.PathLike, chapter: str, data_root: str | os.PathLike) -> pd.DataFrame:
+def write_coverage(out_dir: str | os.PathLike, chapter: Chapter | str, data_root: str | os.PathLike) -> pd.DataFrame:
     """What ``chapter``'s paper profile fills on ``data_root`` (:func:`paper_coverage` of :func:`chapter_needs`),
     written atomically to :func:`coverage_path`; returns it."""
     from ..io import atomic_write_text
 
-    frame = paper_coverage(chapter, chapter_needs(chapter), data_root)
-    atomic_write_text(coverage_path(out_dir, chapter), frame.to_csv(index=False))
+    spec = resolve(chapter)
+    frame = paper_coverage(spec.name, chapter_needs(spec), data_root)
+    atomic_write_text(coverage_path(out_dir, spec.name), frame.to_csv(index=False))
     return frame
 
 
@@ -109,84 +111,34 @@ def read_coverage(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame | No
     return pd.DataFrame([rec for _, rec in _read_csv(path, COVERAGE_COLUMNS)], columns=list(COVERAGE_COLUMNS))
 
 
-def _sets(tasks: Sequence[str]) -> list[str]:
+def scored_sets(tasks: Sequence[str]) -> list[str]:
     """The ``"dataset/split"`` each evaluation task is computed on (:mod:`sentcl.evaluation.tasks`)."""
     from ..evaluation.tasks import task
 
     return [f"{task(name).dataset}/{task(name).split}" for name in tasks]
 
 
-def _mnrl_sbert(p: Mapping[str, Any]) -> dict:
-    sts = _sets(p["sts_tasks"])
-    needs: dict = {row: [*p["nli_datasets"], *sts] for row in (*p["mnrl_rows"], *p["softmax_rows"])}
-    needs |= {row: sts for row in p["first_last_avg_rows"]}
-    for row, source in p["whitening_rows"].items():  # fitted on NLI sentences; SBERT's on its trained model
-        needs[row] = [*p["whitening_fit_datasets"], *(p["nli_datasets"] if source in p["softmax_rows"] else []), *sts]
-    return needs
-
-
-def _bsc(p: Mapping[str, Any]) -> dict:
-    tables = {"Antique": "Table 1", "CQA-A": "Table 2", "CQA-B": "Table 2", "PFCC-S": "Table 3", "MRPC": "Table 4",
-              "QQP": "Table 4", "STSb": "Table 5"}
-    zero_shot = "SimCSE (unsup.)"
-    needs: dict = {}
-    for name in p["tasks"]:
-        scored = _sets([p["eval_tasks"][name]])
-        train = p["train_data"][name] + (f" or {p['train_fallback'][name]}" if name in p["train_fallback"] else "")
-        trained = [train, *([] if p["dev_data"][name] == "9:1" else [p["dev_data"][name]])]
-        for row in p["rows"][name]:
-            key = (tables[name], row)
-            needs[key] = [*needs.get(key, []), *([] if row == zero_shot else trained), *scored]
-    return needs
-
-
-def _rcl(p: Mapping[str, Any]) -> dict:
-    values = paper_values("rcl")
-    sts = _sets(p["sts_tasks"])
-    needs: dict = {}
-    for table, row in zip(values["table"], values["row"], strict=True):
-        if table in p["faq_datasets"]:  # Table 2's folds train and rank on the FAQ bank itself
-            needs[(table, row)] = [f"{p['faq_datasets'][table]}/faq_pairs"]
-        else:
-            untouched = row in ("SRoBERTa-base", "0 regulators")
-            needs[(table, row)] = sts if untouched else [*p["nli_datasets"], *sts]
-    return needs
-
-
-def _ifcl(p: Mapping[str, Any]) -> dict:
-    english, chinese = _sets(p["sts_tasks"]), _sets(p["chinese_tasks"])
-    # a trained row the slides' tables lack (IFCL w/o TL's English scores) serves Table 4 only
-    needs: dict = {("English STS", row): [p["train_dataset"], *english] for row in p["english_rows"]}
-    needs |= {("English STS", row): english for row in p["first_last_avg_rows"]}
-    needs |= {("Chinese STS", row): chinese if method == "untouched" else [*p["chinese_train_datasets"], *chinese]
-              for row, method in p["chinese_rows"].items()}
-    needs |= {("Table 4", row): [p["train_dataset"], *_sets(["STS-B"])] for row in p["mi_rows"]}
-    values = paper_values("ifcl")
-    return {key: need for key, need in needs.items() if key in set(zip(values["table"], values["row"], strict=True))}
-
-
-NEEDS = {"mnrl_sbert": _mnrl_sbert, "bsc": _bsc, "rcl": _rcl, "ifcl": _ifcl}
-"""Per chapter with paper tables: its paper profile's parameters -> the :data:`Needs` of the rows it computes."""
-
-
-def chapter_needs(chapter: str) -> dict:
-    """The :data:`Needs` of ``chapter``'s paper profile, read from its parameters (the notebook's defaults)."""
+def chapter_needs(chapter: Chapter | str) -> Needs:
+    """The :data:`Needs` of ``chapter``'s paper profile, read from its parameters (the notebook's defaults) by its
+    :attr:`~sentcl.book.chapter_spec.Chapter.needs`."""
     from .parameters import shipped_parameters
 
-    if chapter not in NEEDS:
-        raise ConfigError(f"{chapter}: no paper tables to cover; chapters with them: {', '.join(NEEDS)}")
-    return NEEDS[chapter](shipped_parameters(chapter))
+    spec = resolve(chapter)
+    if spec.needs is None:
+        covered = [c.name for c in all_chapters().values() if c.needs is not None]
+        raise ConfigError(f"{spec.name}: no paper tables to cover; chapters with them: {', '.join(covered)}")
+    return spec.needs(shipped_parameters(spec.name))
 
 
 __all__ = [
     "COVERAGE",
     "COVERAGE_COLUMNS",
-    "NEEDS",
     "Needs",
     "chapter_needs",
     "coverage_path",
     "missing_files",
     "paper_coverage",
     "read_coverage",
+    "scored_sets",
     "write_coverage",
 ]

@@ -8,7 +8,7 @@ GPU's size change it. A run needs that plus the CUDA context and the allocator's
 ``max_memory_allocated`` does not count: :data:`T4_RESERVE_GIB` is kept for them, so a run fits
 a T4 when its peak is at most ``T4_GIB - T4_RESERVE_GIB``.
 
-MNRL-SBERT and the geometry chapter have no GPU record: their rows are **estimates**
+A chapter without a GPU record (:attr:`~sentcl.book.chapter_spec.Chapter.memory_record` empty) has **estimates**
 (:func:`estimate_peak_gib`): 16 bytes per parameter (fp32 weights, gradients and Adam's two
 moments) plus, per token of every text a step encodes, the activation memory BERT-base needed
 per token in BSC's fp32 batch-50 record, scaled by layers x hidden size. Every text is taken at
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..paths import benchmark_result
+from .chapter_spec import Chapter, resolve
 from .parameters import shipped_parameters
 
 T4_GIB = 15.0
@@ -41,9 +42,10 @@ PARAMETERS = {"bert-base": 110e6, "roberta-base": 125e6, "bert-large": 335e6}
 """Parameter counts (BERT: Devlin et al. 2019, 110M/340M as rounded there, 335M exactly; RoBERTa-base: Liu et al. 2019)."""
 SHAPES = {"bert-base": (12, 768), "roberta-base": (12, 768), "bert-large": (24, 1024)}
 """(layers, hidden size): activation memory per token scales with their product."""
-RECORDS = {"bsc": "bsc_gpu_h100.json", "rcl": "rcl_gpu_h100.json", "ifcl": "ifcl_gpu_h100.json"}
 CALIBRATION = "bsc_gpu_h100.json"
 """The record the estimate's activation memory per token comes from (BERT-base, fp32, batch 50 pairs at 90 tokens)."""
+ESTIMATE_CHECK = "ifcl_gpu_h100.json"
+"""The record the estimate is checked against on an estimated chapter's page (BERT-base and -large, fp32)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class MemoryRow:
 def activation_gib_per_token() -> float:
     """BERT-base's activation memory per token in fp32 training (GiB), from :data:`CALIBRATION`'s
     largest fp32 batch: its peak less the :data:`BYTES_PER_PARAMETER` part, per token encoded."""
-    record = _record(CALIBRATION)
+    record = benchmark_record(CALIBRATION)
     runs = [m for m in record["measured"] if m["precision"] == "fp32"]
     if not runs:
         raise ConfigError(f"{CALIBRATION}: no fp32 measurement to calibrate the estimate on")
@@ -115,64 +117,42 @@ def architecture(model: str) -> str:
     raise ConfigError(f"no memory estimate for {model!r}: known architectures {', '.join(PARAMETERS)}")
 
 
-def chapter_rows(chapter: str) -> list[MemoryRow]:
-    """The paper profile's training runs of ``chapter`` with their peak memory: measured where a
-    record exists, else estimated. Raises FileNotFoundError when the record is not shipped."""
-    paper = shipped_parameters(chapter)
-    if chapter == "bsc":
-        record, by_batch = _record(RECORDS["bsc"]), _tasks_by(paper["batch_size"])
-        return [MemoryRow(f"BERT-base, {', '.join(by_batch[m['batch']])}", "bert-base", m["batch"], m["precision"],
-                          m["peak_gpu_memory_gib"], RECORDS["bsc"])
-                for m in record["measured"] if m["batch"] in by_batch]
-    if chapter == "rcl":
-        record = _record(RECORDS["rcl"])
-        batch = int(record["measured"].split("batch ")[1].split()[0])
-        names = {"entropy_eq2": "entropy model (Eq. 2)", "plain_eq1": "Eq. 1 fine-tuning",
-                 "final_4_regulators": "final model, 4 regulators", "final_8_regulators": "final model, 8 regulators"}
-        return [MemoryRow(f"RoBERTa-base, {names.get(stage, stage)}", "roberta-base", batch, record["settings"]["precision"],
-                          result["peak_gpu_memory_gib"], RECORDS["rcl"])
-                for stage, result in record["results"].items() if "peak_gpu_memory_gib" in result]
-    if chapter == "ifcl":
-        record = _record(RECORDS["ifcl"])
-        return [MemoryRow(row["model"], "bert-large" if "large" in row["model"] else "bert-base",
-                          record["settings"]["batch"], record["settings"]["precision"], row["peak_gpu_memory_gib"],
-                          RECORDS["ifcl"])
-                for row in record["table"]]
-    if chapter == "mnrl_sbert":
-        runs = [("MNRL", paper["mnrl_batch_size"]), ("softmax loss", paper["softmax_batch_size"])]
-        return [_estimated(f"{family} ({model}), {loss}", model, batch, 2, paper["max_seq_length"])
-                for family, model in paper["base_models"].items() for loss, batch in runs]
-    if chapter == "geometry":
-        methods = [("MNRL", 2), ("BSC", 2), ("RCL (triplets)", 3), ("IFCL (three views)", 3)]
-        return [_estimated(f"{family} ({model}), {method}", model, paper["batch_size"], texts, paper["max_seq_length"])
-                for family, model in paper["base_models"].items() for method, texts in methods]
-    raise ConfigError(f"no GPU memory for chapter {chapter!r}; chapters: mnrl_sbert, bsc, rcl, ifcl, geometry")
+def chapter_rows(chapter: Chapter | str) -> list[MemoryRow]:
+    """The paper profile's training runs of ``chapter`` with their peak memory (its
+    :attr:`~sentcl.book.chapter_spec.Chapter.memory`): measured where a record exists, else estimated.
+    Raises FileNotFoundError when the record is not shipped."""
+    spec = resolve(chapter)
+    return spec.memory(shipped_parameters(spec.name))
 
 
-def _estimated(run: str, model: str, batch: int, texts_per_row: int, tokens: int) -> MemoryRow:
+def estimated(run: str, model: str, batch: int, texts_per_row: int, tokens: int) -> MemoryRow:
+    """The :class:`MemoryRow` of a run of ``model`` at ``batch`` rows of ``texts_per_row`` texts of ``tokens``
+    tokens, by :func:`estimate_peak_gib` in fp32."""
     kind = architecture(model)
     return MemoryRow(run, kind, batch, "fp32", estimate_peak_gib(kind, batch * texts_per_row, tokens), "estimate")
 
 
 def estimate_check() -> list[tuple[str, float, float]]:
-    """(run, estimated, measured) for the IFCL records: what the estimate gives where a measurement exists."""
-    record = _record(RECORDS["ifcl"])
+    """(run, estimated, measured) for the runs of :data:`ESTIMATE_CHECK`: what the estimate gives where a measurement exists."""
+    record = benchmark_record(ESTIMATE_CHECK)
     tokens, batch = record["settings"]["max_length"], record["settings"]["batch"]
     return [(row["model"], estimate_peak_gib("bert-large" if "large" in row["model"] else "bert-base",
                                              batch * row["views"], tokens), row["peak_gpu_memory_gib"])
             for row in record["table"]]
 
 
-def chapter_section(chapter: str) -> str:
+def chapter_section(chapter: Chapter | str) -> str:
     """Markdown for a chapter page: each paper-profile run's peak memory beside a T4's 15 GiB and
-    the batch setting that fits it. Empty of rows (one sentence) where nothing is recorded."""
+    the batch setting that fits it, and the chapter's :attr:`~sentcl.book.chapter_spec.Chapter.memory_note`.
+    Empty of rows (one sentence) where nothing is recorded."""
+    spec = resolve(chapter)
     try:
-        rows = chapter_rows(chapter)
+        rows = chapter_rows(spec)
     except FileNotFoundError as exc:
         return f"No GPU memory record in this sentcl ({exc.filename}).\n"
     measured = all(r.measured for r in rows)
     head = ("Peak GPU memory of the paper profile's training runs, **measured** on an H100 "
-            f"(`torch.cuda.max_memory_allocated`, recorded in `benchmarks/results/{RECORDS.get(chapter, '')}`)"
+            f"(`torch.cuda.max_memory_allocated`, recorded in `benchmarks/results/{spec.memory_record}`)"
             if measured else
             "Peak GPU memory of the paper profile's training runs: **estimates** (no GPU run of this chapter is "
             f"recorded): 16 bytes per parameter plus, per token, BERT-base's activation memory in the fp32 batch-50 "
@@ -189,31 +169,22 @@ def chapter_section(chapter: str) -> str:
     if not measured:
         checks = "; ".join(f"{run} {est:.2f} estimated, {meas:.2f} measured" for run, est, meas in estimate_check())
         lines += ["", f"The same estimate on the recorded IFCL runs (batch 64, 32 tokens, fp32): {checks}."]
-    if chapter == "geometry":  # its RCL runs are RCL's paper setting: that record is the nearest measurement
-        nearest = max(chapter_rows("rcl"), key=lambda r: r.peak_gib)
-        lines += ["", f"The nearest measurement: RCL's record of its {nearest.run} (batch {nearest.batch} triplets of "
-                  f"NLI-like lengths, {nearest.precision}) peaked at {nearest.peak_gib:.2f} GiB, far below the "
-                  "estimate's bound, which puts every text at 128 tokens."]
+    if spec.memory_note is not None:
+        lines += ["", spec.memory_note()]
     lines += ["", "Mixed precision lowers the peak (BSC's record: bf16 batch 50 at "
-              f"{_bsc_largest_batch_peak('bf16'):.2f} GiB against fp32's {_bsc_largest_batch_peak('fp32'):.2f}); a T4 has no bf16, so the `precision` "
+              f"{_calibration_largest_batch_peak('bf16'):.2f} GiB against fp32's {_calibration_largest_batch_peak('fp32'):.2f}); a T4 has no bf16, so the `precision` "
               "parameter's `auto` gives it fp16 with a gradient scaler. A smaller batch with accumulation gives each "
               "contrastive loss fewer in-batch negatives than the paper's."]
     return "\n".join(lines) + "\n"
 
 
-def _bsc_largest_batch_peak(precision: str) -> float:
-    runs = [m for m in _record(CALIBRATION)["measured"] if m["precision"] == precision]
+def _calibration_largest_batch_peak(precision: str) -> float:
+    runs = [m for m in benchmark_record(CALIBRATION)["measured"] if m["precision"] == precision]
     return max(runs, key=lambda m: m["batch"])["peak_gpu_memory_gib"]
 
 
-def _tasks_by(batch_sizes: dict[str, int]) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    for task, batch in batch_sizes.items():
-        out.setdefault(batch, []).append(task)
-    return out
-
-
-def _record(name: str) -> dict:
+def benchmark_record(name: str) -> dict:
+    """The GPU benchmark record ``benchmarks/results/<name>`` (shipped with sentcl) as a dict."""
     path = benchmark_result(name)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -232,11 +203,11 @@ def half_precision_gib(row: MemoryRow) -> float:
     if row.precision != "fp32":
         return row.peak_gib
     fixed = fixed_gib("bert-base")
-    ratio = (_bsc_largest_batch_peak("bf16") - fixed) / (_bsc_largest_batch_peak("fp32") - fixed)
+    ratio = (_calibration_largest_batch_peak("bf16") - fixed) / (_calibration_largest_batch_peak("fp32") - fixed)
     return fixed_gib(row.architecture) + (row.peak_gib - fixed_gib(row.architecture)) * ratio
 
 
-def gpu_summary(chapter: str, precision: str, device: str | None = None) -> str:
+def gpu_summary(chapter: Chapter | str, precision: str, device: str | None = None) -> str:
     """What a chapter notebook's GPU cell prints: the GPU it runs on (``device``, default the first CUDA
     device; without one, what a Colab T4 would do), the training precision its ``precision`` parameter
     gives there, and per paper-profile run its peak memory in that precision beside the GPU's (a T4 has

@@ -23,7 +23,7 @@ import pandas as pd
 from ..io import read_json
 from ..training.health import learning_judged
 from . import claims, report
-from .chapter import CHAPTERS, OWN_CHAPTERS
+from .chapter_spec import Chapter, all_chapters, resolve
 from .coverage import COVERAGE, read_coverage
 from .evidence import load_evidence
 from .findings import build_banner
@@ -60,6 +60,11 @@ class ChapterState:
     claims: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(claims.CLAIM_COLUMNS)))
     evidence: dict = field(default_factory=dict)  # (table, row) -> the RowEvidence of the chapter's run (sentcl.book.evidence)
     coverage: pd.DataFrame | None = None  # what a paper-profile run fills on the run's data root (sentcl.book.coverage)
+
+    @property
+    def spec(self) -> Chapter:
+        """The chapter's object (:class:`sentcl.book.chapter_spec.Chapter`)."""
+        return resolve(self.chapter)
 
     @property
     def ran(self) -> bool:
@@ -106,7 +111,7 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
     records = [r for r in read_run_records(out / "records") if r.kind == "notebook"]
     results = load_results(out)
     states = []
-    for chapter, title in CHAPTERS.items():
+    for chapter, spec in all_chapters().items():
         mine = [r for r in records if r.chapter == chapter]
         record = mine[-1] if mine else None
         executed = out / "notebooks" / f"{chapter}.ipynb"
@@ -116,7 +121,7 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
         states.append(
             ChapterState(
                 chapter=chapter,
-                title=title,
+                title=spec.title,
                 has_notebook=(root / "notebooks" / f"{chapter}.ipynb").is_file(),
                 executed=executed if executed.is_file() else None,
                 record=record,
@@ -175,7 +180,7 @@ def chapter_results(state: ChapterState, known: dict[str, str] | None = None) ->
     if state.compared.empty:
         parts.append(
             "A chapter of our own (no paper's values to compare with), and no results were written.\n"
-            if state.chapter in OWN_CHAPTERS else
+            if state.spec.own else
             f"The paper's reported values are not typed in yet (`data/papers/{state.chapter}.csv`) "
             "and no results were written.\n"
         )
@@ -359,7 +364,7 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
     for s in states:
         parts.append(f"## [{md(s.title)}](../{s.chapter}.md)\n")
         if s.compared.empty:
-            parts.append("A chapter of our own, not run in this build: no results.\n" if s.chapter in OWN_CHAPTERS
+            parts.append("A chapter of our own, not run in this build: no results.\n" if s.spec.own
                          else f"No paper values typed in yet (`data/papers/{s.chapter}.csv`) and no results.\n")
         elif not s.ran:
             parts.append("Not run in this build: the tables show the paper's values only.\n")
@@ -416,7 +421,7 @@ def datasets(states: list[ChapterState], root: Path | None = None) -> str:
             )
         )
     for name, info in entries.items():
-        chapters = ", ".join(f"[{c}](../{c}.md)" if c in CHAPTERS else c for c in info.papers) or "—"
+        chapters = ", ".join(f"[{c}](../{c}.md)" if c in all_chapters() else c for c in info.papers) or "—"
         splits = "; ".join(
             f"{split}: {sp.count if sp.count is not None else '?'} records"
             + (" (dropped: " + ", ".join(f"{k} {v}" for k, v in sp.dropped.items()) + ")" if sp.dropped else "")

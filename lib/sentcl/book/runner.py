@@ -48,7 +48,8 @@ from ..paths import project_root
 from ..precision import describe_machine
 from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
 from . import site
-from .chapter import CHAPTERS, OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
+from .chapter import OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
+from .chapter_spec import all_chapters
 from .markdown import duration
 from .parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, unknown_parameter
 from .records import RunRecord, environment, precision_uses_file, write_run_record
@@ -232,7 +233,7 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
 def register(subparsers, name: str, summary: str) -> None:
     p = subparsers.add_parser(name, help=summary, description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", choices=PROFILES, default="demo", help="parameter set: smoke, demo (default), rehearsal or paper")
-    p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(CHAPTERS)})")
+    p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(all_chapters())})")
     p.add_argument("--data-dir", help="the data root (default: $SENTCL_DATA; demo falls back to data/samples)")
     p.add_argument("--out", help="output folder (default: runs/<profile> in the project)")
     p.add_argument(
@@ -252,10 +253,10 @@ def reproduce(args: argparse.Namespace) -> int:
     root = project_root()
     if root is None:
         raise ConfigError("run sentcl reproduce inside a sentcl checkout (the folder with _toc.yml and notebooks/)")
-    chapters = list(args.only or CHAPTERS)
-    unknown = [c for c in chapters if c not in CHAPTERS]
+    chapters = list(args.only or all_chapters())
+    unknown = [c for c in chapters if c not in all_chapters()]
     if unknown:
-        raise ConfigError(f"unknown chapter(s) {unknown}; chapters: {', '.join(CHAPTERS)}")
+        raise ConfigError(f"unknown chapter(s) {unknown}; chapters: {', '.join(all_chapters())}")
     out = Path(args.out).resolve() if args.out else root / "runs" / args.profile
     book_dir = Path(args.book_dir).resolve() if args.book_dir else root
     if args.check:

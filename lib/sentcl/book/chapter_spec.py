@@ -1,0 +1,72 @@
+"""What the book needs to know of one chapter, as one object: :class:`Chapter`.
+
+Each chapter's module (``sentcl/chapters/<name>.py``) defines its ``CHAPTER``; the registry
+(:data:`sentcl.chapters.CHAPTERS`) lists them in book order. The book's generic modules take a
+:class:`Chapter` and read its parts (its data needs for :mod:`sentcl.book.coverage`, its GPU-memory
+rows for :mod:`sentcl.book.gpu_memory`, its measured record for :mod:`sentcl.book.benchmarks`, its
+plan of runs for :mod:`sentcl.book.cost`); they never name a chapter. Where a notebook or a test passes
+a chapter's name, :func:`resolve` finds its object: this module is the one door from the book's
+generic modules to the registry (imported when called, since the chapters import the generic modules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .benchmarks import Measurement
+    from .cost import Stage
+    from .coverage import Needs
+    from .gpu_memory import MemoryRow
+
+Parameters = Mapping[str, Any]
+"""A profile's resolved parameters of a chapter notebook (:func:`sentcl.book.parameters.shipped_parameters`)."""
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One chapter: its notebook ``notebooks/<name>.ipynb``, its paper values ``data/papers/<name>.csv`` (none
+    for a chapter of our own), and every part of it a generic book module reads."""
+
+    name: str
+    title: str
+    memory: Callable[[Parameters], list[MemoryRow]]
+    """The paper profile's parameters -> its training runs' peak GPU memory, measured or estimated."""
+    memory_record: str = ""
+    """The ``benchmarks/results`` file :attr:`memory` reads its measurements from ("": its rows are estimates)."""
+    memory_note: Callable[[], str] | None = None
+    """A paragraph under the chapter's GPU-memory table (e.g. the nearest measurement of an estimate)."""
+    own: bool = False
+    """A chapter of our own, reproducing no paper: no paper values, every row is ours."""
+    needs: Callable[[Parameters], Needs] | None = None
+    """The paper profile's parameters -> the data each computed row needs (None: no paper tables to cover)."""
+    measurement: Measurement | None = None
+    """A hand-run benchmark the chapter's demo rests on, shown on its page and in its notebook."""
+    stages: Callable[[Parameters], list[Stage]] | None = None
+    """A profile's parameters -> every training and encoding the notebook runs, counted (None: not counted here)."""
+    one_budget: bool = False
+    """Whether the chapter compares the methods under one budget (the introduction's answer reads its claims)."""
+    one_budget_row: str | None = None
+    """This chapter's method's row in that comparison (None: the method's name, its title up to the colon)."""
+
+
+def all_chapters() -> Mapping[str, Chapter]:
+    """Every chapter by name, in book order (:data:`sentcl.chapters.CHAPTERS`)."""
+    from ..chapters import CHAPTERS
+
+    return CHAPTERS
+
+
+def resolve(chapter: Chapter | str) -> Chapter:
+    """``chapter`` itself, or the chapter of that name (:func:`sentcl.chapters.chapter`: an unknown name is a
+    ConfigError naming the chapters)."""
+    if isinstance(chapter, Chapter):
+        return chapter
+    from ..chapters import chapter as by_name
+
+    return by_name(chapter)
+
+
+__all__ = ["Chapter", "Parameters", "all_chapters", "resolve"]

@@ -1,0 +1,119 @@
+"""The MNRL-SBERT chapter (Taneja et al. 2023, multiple-negatives ranking loss on NLI): its title, the data
+each paper row needs, its GPU-memory rows (estimates: no GPU record), its plan of runs
+(:func:`mnrl_sbert_stages`, whose per-run estimate ``benchmarks/mnrl_sbert_cost.py`` makes, converted onto the
+paper's T4 by :func:`sentcl.book.cost.t4_hours`), and the measurement its demo rests on
+(``benchmarks/mnrl_sbert_rows.py``: the demo run at several numbers of training rows per seed, and how its
+claims, MNRL against the softmax loss and each against the untouched encoder, move with that budget).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ..book.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
+from ..book.chapter_spec import Chapter
+from ..book.cost import Stage, run_steps
+from ..book.coverage import scored_sets
+from ..book.gpu_memory import MemoryRow, estimated
+
+NAME = "mnrl_sbert"
+TRAINING_ROWS = "mnrl_sbert_rows_cpu.json"
+
+
+def mnrl_sbert_stages(p: Mapping[str, Any]) -> list[Stage]:
+    """Every training the MNRL-SBERT notebook runs with parameters ``p``: per MNRL row and seed one epoch of the
+    entailment pairs in batches of ``mnrl_batch_size``, per softmax row and seed one epoch of the labelled NLI rows
+    in batches of ``softmax_batch_size`` (``train_pairs`` rows each where set; else the counts the data preparation
+    asserts). Step names are ``benchmarks/mnrl_sbert_cost.py``'s (``"mnrl"``, ``"softmax"``)."""
+    seeds = len(p["seeds"])
+    pairs = min(p["train_pairs"] or p["expected_entailment_pairs"], p["expected_entailment_pairs"])
+    rows = min(p["train_pairs"] or p["expected_nli_rows"], p["expected_nli_rows"])
+    return [Stage(f"MNRL ({', '.join(p['mnrl_rows'])})", len(p["mnrl_rows"]) * seeds,
+                  run_steps(pairs, p["mnrl_batch_size"], p["epochs"]), "mnrl", checkpoint_steps=p["checkpoint_steps"]),
+            Stage(f"softmax loss ({', '.join(p['softmax_rows'])})", len(p["softmax_rows"]) * seeds,
+                  run_steps(rows, p["softmax_batch_size"], p["epochs"]), "softmax", checkpoint_steps=p["checkpoint_steps"])]
+
+
+def data_needs(p: Mapping[str, Any]) -> dict:
+    """The data each paper row the profile ``p`` computes needs (:data:`sentcl.book.coverage.Needs`)."""
+    sts = scored_sets(p["sts_tasks"])
+    needs: dict = {row: [*p["nli_datasets"], *sts] for row in (*p["mnrl_rows"], *p["softmax_rows"])}
+    needs |= {row: sts for row in p["first_last_avg_rows"]}
+    for row, source in p["whitening_rows"].items():  # fitted on NLI sentences; SBERT's on its trained model
+        needs[row] = [*p["whitening_fit_datasets"], *(p["nli_datasets"] if source in p["softmax_rows"] else []), *sts]
+    return needs
+
+
+def memory_rows(paper: Mapping[str, Any]) -> list[MemoryRow]:
+    """Per family, each objective's run at its batch: estimated (pairs: two texts a row)."""
+    runs = [("MNRL", paper["mnrl_batch_size"]), ("softmax loss", paper["softmax_batch_size"])]
+    return [estimated(f"{family} ({model}), {loss}", model, batch, 2, paper["max_seq_length"])
+            for family, model in paper["base_models"].items() for loss, batch in runs]
+
+
+def training_rows_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """One row per number of training rows of ``mnrl_sbert_rows_cpu.json``: the average Spearman of the
+    untouched encoder and of both objectives (mean ± std over the seeds), each claim's difference with its
+    95 % interval and verdict, and the trained models' health (steps, the lowest cosine to the start,
+    how many counted as trained)."""
+    rows = []
+    for run in result["runs"]:
+        average = run["average"]
+        untouched = next((r for r in average if "untouched" in r), None)
+        claims = {(c["left"], c["right"]): c for c in run["claims"]}
+        health = run["health"]
+        steps = {m.split(" seed")[0]: h["trained_steps"] for m, h in health.items()}
+        rows.append({
+            "rows per seed": run["train_pairs"],
+            "steps (MNRL / softmax)": f"{steps.get('MNRLSBERT', '—')} / {steps.get('SBERT', '—')}",
+            "untouched": mean_std_cell(average.get(untouched)),
+            "MNRLSBERT": mean_std_cell(average.get("MNRLSBERT")),
+            "SBERT": mean_std_cell(average.get("SBERT")),
+            "MNRLSBERT − SBERT": interval_cell(claims.get(("MNRLSBERT", "SBERT"))),
+            "MNRLSBERT − untouched": interval_cell(claims.get(("MNRLSBERT", untouched))),
+            "SBERT − untouched": interval_cell(claims.get(("SBERT", untouched))),
+            **health_columns(health),
+        })
+    return pd.DataFrame(rows).set_index("rows per seed")
+
+
+def _training_rows_caption(result: dict[str, Any]) -> str:
+    profile = result["demo_profile"]
+    return (f"The demo (all-MiniLM-L6-v2, seeds {profile['seeds']}, learning rate {profile['learning_rate']:g}, "
+            f"{profile['sts_max_pairs']} pairs per STS task) at each number of training rows per seed, measured by "
+            f"`benchmarks/mnrl_sbert_rows.py` on {result['machine']['cpu_model']} ({result['date'][:10]}): the average "
+            "Spearman × 100 (mean ± std over the seeds) and each difference with its 95 % interval over seeds and test "
+            f"pairs and its verdict, Holm-corrected within each run. The book's demo trains {profile['train_pairs']:,} rows."
+            + _verdicts_by_rows(result, ("MNRLSBERT", "SBERT")))
+
+
+def _verdicts_by_rows(result: dict[str, Any], pair: tuple[str, str]) -> str:
+    """`` The paper's claim "<left> above <right>": holds at 3,000 rows; undetermined at 1,000 and 2,000.``
+    (the verdicts of ``pair`` in the recorded runs, grouped), or nothing when no run tested it."""
+    by_verdict: dict[str, list[int]] = {}
+    for run in result["runs"]:
+        for claim in run["claims"]:
+            if (claim["left"], claim["right"]) == pair:
+                by_verdict.setdefault(claim["verdict"], []).append(run["train_pairs"])
+    if not by_verdict:
+        return ""
+    parts = [f"{verdict} at {' and '.join(f'{n:,}' for n in sorted(rows))}" for verdict, rows in by_verdict.items()]
+    return f' The paper\'s claim "{pair[0]} above {pair[1]}": ' + "; ".join(parts) + " rows per seed."
+
+
+CHAPTER = Chapter(
+    name=NAME,
+    title="MNRL-SBERT: multiple-negatives ranking loss on NLI (Taneja et al. 2023)",
+    memory=memory_rows,
+    needs=data_needs,
+    measurement=Measurement(TRAINING_ROWS, "How the verdicts move with the training rows", training_rows_frame,
+                            _training_rows_caption),
+    stages=mnrl_sbert_stages,
+    one_budget_row="MNRL",
+)
+
+
+__all__ = ["CHAPTER", "data_needs", "memory_rows", "mnrl_sbert_stages", "training_rows_frame"]
