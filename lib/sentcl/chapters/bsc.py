@@ -25,8 +25,27 @@ TABLES = {"Antique": ("Table 1", "{m}"), "CQA-A": ("Table 2", "CQA-A {m}"), "CQA
           "PFCC-S": ("Table 3", "{m}"), "MRPC": ("Table 4", "MRPC (F1)"), "QQP": ("Table 4", "QQP (F1)"),
           "STSb": ("Table 5", "STSb")}
 """Task -> (the paper's table it is reported in, the pattern of its columns there: ``{m}`` the metric)."""
+COLUMNS = {"Table 1": ("MRR", "P@1", "nDCG@1"), "Table 2": ("MAP", "MRR"), "Table 3": ("HP@1", "HP@5", "HP@50"),
+           "Table 4": ("F1",), "Table 5": ("Spearman",)}
+"""Table -> the metrics of its columns, in the paper's order (each a metric label of the task scored)."""
+CAPTIONS = {"Table 1": "Antique: MRR, P@1, nDCG@1",
+            "Table 2": "CQA-A and CQA-B (SemEval-2016 test sets stand in for 2017's): MAP, MRR",
+            "Table 3": "PFCC-S (CLEF-2020 CheckThat! Task 2 stands in): HasPositive@k",
+            "Table 4": "MRPC and QQP: F1 x 100", "Table 5": "STSb: Spearman x 100"}
+"""Table -> its caption, in the order the chapter shows the tables."""
+TASKS_OF = {table: [name for name, (t, _) in TABLES.items() if t == table] for table in CAPTIONS}
+"""Table -> the tasks reported in it."""
+MAIN = {name: pattern.format(m=COLUMNS[table][0]) for name, (table, pattern) in TABLES.items()}
+"""Task -> the column its claims compare rows on: the first of its columns in its table."""
 ZERO_SHOT = "SimCSE (unsup.)"
 """The paper's row of the zero-shot encoder (fine-tuned on nothing)."""
+
+
+def task_columns(name: str, scored: str) -> dict[str, tuple[str, str]]:
+    """The columns of task ``name`` in its paper table -> (``scored``, the evaluation task it is scored on; the
+    column's metric label), e.g. ``CQA-A MAP`` -> (``CQA-A-2016``, ``MAP``)."""
+    table, pattern = TABLES[name]
+    return {pattern.format(m=label): (scored, label) for label in COLUMNS[table]}
 
 
 def data_needs(p: Mapping[str, Any]) -> dict:
@@ -117,4 +136,5 @@ CHAPTER = Chapter(
 )
 
 
-__all__ = ["CHAPTER", "TABLES", "ZERO_SHOT", "cqa_shuffle_frame", "data_needs", "memory_rows"]
+__all__ = ["CAPTIONS", "CHAPTER", "COLUMNS", "MAIN", "TABLES", "TASKS_OF", "ZERO_SHOT", "cqa_shuffle_frame", "data_needs",
+           "memory_rows", "task_columns"]

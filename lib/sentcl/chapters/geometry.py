@@ -1,11 +1,11 @@
 """The geometry chapter (ours: no paper values): alignment, uniformity and anisotropy of every model, and the
-four methods trained under one budget. Its title, its GPU-memory rows (estimates, beside RCL's nearest
+four methods trained under one budget. Its title, its tables (:func:`equal_budget_columns`), its GPU-memory rows (estimates, beside RCL's nearest
 measurement), and its plan of runs (:func:`geometry_stages`: counts only, no GPU record).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..book.chapter_spec import Chapter
@@ -17,6 +17,19 @@ NAME = "geometry"
 
 GEOMETRY_PAPER_PAIRS = 314_315
 """The entailment pairs of SNLI + MultiNLI train (the MNRL-SBERT paper's count, which its notebook asserts)."""
+STS_TABLE = "Equal budget: STS"
+RETRIEVAL_TABLE = "Equal budget: retrieval, test, cost"
+CORRELATION_TABLE = "Geometry and the STS average (ours)"
+
+
+def equal_budget_columns(sts_tasks: Sequence[str], retrieval_task: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """The equal-budget tables -> their columns -> (the task scored, its metric): :data:`STS_TABLE`, each of
+    ``sts_tasks`` by its Spearman and their average; :data:`RETRIEVAL_TABLE`, each metric of ``retrieval_task``."""
+    from ..book.evidence import AVERAGE
+    from ..evaluation.tasks import task
+
+    return {STS_TABLE: {c: (c, "Spearman") for c in sts_tasks} | {"Average": (AVERAGE, "")},
+            RETRIEVAL_TABLE: {f"{retrieval_task} {m.label}": (retrieval_task, m.label) for m in task(retrieval_task).metrics}}
 
 
 def geometry_stages(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> list[Stage]:
@@ -64,4 +77,5 @@ CHAPTER = Chapter(
 )
 
 
-__all__ = ["CHAPTER", "GEOMETRY_PAPER_PAIRS", "geometry_stages", "memory_rows", "nearest_measurement"]
+__all__ = ["CHAPTER", "CORRELATION_TABLE", "GEOMETRY_PAPER_PAIRS", "RETRIEVAL_TABLE", "STS_TABLE", "equal_budget_columns",
+           "geometry_stages", "memory_rows", "nearest_measurement"]

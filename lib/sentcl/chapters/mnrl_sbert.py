@@ -1,5 +1,5 @@
-"""The MNRL-SBERT chapter (Taneja et al. 2023, multiple-negatives ranking loss on NLI): its title, the data
-each paper row needs, its GPU-memory rows (estimates: no GPU record), its plan of runs
+"""The MNRL-SBERT chapter (Taneja et al. 2023, multiple-negatives ranking loss on NLI): its title, its tables'
+captions and figures (:data:`CAPTIONS`, :data:`FIGURES`), the data each paper row needs, its GPU-memory rows (estimates: no GPU record), its plan of runs
 (:func:`mnrl_sbert_stages`, whose per-run estimate ``benchmarks/mnrl_sbert_cost.py`` makes, converted onto the
 paper's T4 by :func:`sentcl.book.cost.t4_hours`), and the measurement its demo rests on
 (``benchmarks/mnrl_sbert_rows.py``: the demo run at several numbers of training rows per seed, and how its
@@ -21,6 +21,11 @@ from ..book.gpu_memory import MemoryRow, estimated
 
 NAME = "mnrl_sbert"
 TRAINING_ROWS = "mnrl_sbert_rows_cpu.json"
+CAPTIONS = {"Table 1": "MNRL models and unsupervised baselines", "Table 2": "MNRL models and supervised baselines"}
+"""Table -> what its rows compare (the notebook adds the metric), in the order the chapter shows them."""
+FIGURES = {6: ("Table 1", "unsupervised"), 7: ("Table 2", "supervised")}
+"""The paper's figure -> the table whose Average column it plots (panel a: the BERT rows, b: the RoBERTa rows),
+and the kind of baselines that table compares MNRL with."""
 
 
 def mnrl_sbert_stages(p: Mapping[str, Any]) -> list[Stage]:
@@ -116,4 +121,4 @@ CHAPTER = Chapter(
 )
 
 
-__all__ = ["CHAPTER", "data_needs", "memory_rows", "mnrl_sbert_stages", "training_rows_frame"]
+__all__ = ["CAPTIONS", "CHAPTER", "FIGURES", "data_needs", "memory_rows", "mnrl_sbert_stages", "training_rows_frame"]

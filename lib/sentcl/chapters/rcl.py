@@ -1,5 +1,6 @@
-"""The RCL chapter (Tan et al. 2022, regularized contrastive learning with entropy models): its title, the
-data each paper row needs, its GPU-memory rows, and its plan of runs counted from its parameters.
+"""The RCL chapter (Tan et al. 2022, regularized contrastive learning with entropy models): its title, its
+tables of STS scores (:data:`CAPTIONS`, and :func:`sts_tables`: the tables a row is recorded under), the data
+each paper row needs, its GPU-memory rows, and its plan of runs counted from its parameters.
 
 :func:`rcl_stages` walks the chapter notebook's loops over a profile's parameters (the same rows, seeds
 and folds) and returns one :class:`~sentcl.book.cost.Stage` per kind of work: the entropy models (early-stopped:
@@ -19,7 +20,7 @@ STS-B dev set; the STS test sets' sizes come from the data registry.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..book.chapter_spec import Chapter
@@ -44,6 +45,23 @@ ENCODER_ATTENTION_DROPOUT = 0.1
 """BERT's and RoBERTa's own attention dropout: the switch at this rate trains the Eq. 1 run (book/rcl.md)."""
 MEASURED_STEPS = {0: "plain_eq1", 4: "final_4_regulators", 8: "final_8_regulators"}
 """The benchmark's measured steps by number of regulators; Eq. 2's step is ``"entropy_eq2"``."""
+CAPTIONS = {"Table 1a": "attention dropout", "Table 1b": "DropHead", "Table 3": "base, DropHead, attention dropout, RCL",
+            "Table 4": "number of regulators (Average)", "Table 5": "entropy models vs RCL"}
+"""The tables of STS scores -> what their rows compare, in the order the chapter shows them (Table 2's FAQ
+banks are shown by their own cell)."""
+
+
+def sts_tables(row: str, paper_tables: Sequence[str]) -> tuple[list[str], dict[str, tuple[str, str]] | None]:
+    """The tables a row's STS scores are recorded under, and its columns there (column -> (task, metric); None:
+    every STS task and their average). A row named by a number of regulators ("2 regulators (phi = 0.01)", and
+    ours such as "0 regulators, Eq. 1 fine-tuned (ours)") is Table 4's alone, in its one column, the average;
+    any other row goes under the tables the paper lists it in (``paper_tables``) but Table 2 (the FAQ banks,
+    recorded from their folds), and a row the paper lists in none of those (ours) under Tables 3 and 5."""
+    from ..book.evidence import AVERAGE
+
+    if row[:1].isdigit():
+        return ["Table 4"], {"Average": (AVERAGE, "")}
+    return [t for t in paper_tables if not t.startswith("Table 2")] or ["Table 3", "Table 5"], None
 
 
 def measured_step(regulators: int) -> str:
@@ -177,5 +195,5 @@ CHAPTER = Chapter(
 )
 
 
-__all__ = ["CHAPTER", "ENCODER_ATTENTION_DROPOUT", "MEASURED_STEPS", "PAPER_SIZES", "data_needs", "measured_step",
-           "memory_rows", "rcl_paper_projection", "rcl_stages"]
+__all__ = ["CAPTIONS", "CHAPTER", "ENCODER_ATTENTION_DROPOUT", "MEASURED_STEPS", "PAPER_SIZES", "data_needs",
+           "measured_step", "memory_rows", "rcl_paper_projection", "rcl_stages", "sts_tables"]
