@@ -176,6 +176,24 @@ def test_the_staged_notebook_opens_with_its_title_and_names_no_local_path(tmp_pa
     assert "parameters" in original.cells[0].metadata["tags"] and FAKE_DATA in original.cells[1].source
 
 
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_each_notebook_has_one_imports_cell_and_its_page_collapses_it(chapter, tmp_path):
+    """The imports cell is the one code cell tagged ``imports``: the one that imports from sentcl and opens the
+    chapter's ``ChapterRun``. On the page its code is collapsed as the parameters cell's is."""
+    import nbformat
+
+    path = ROOT / "notebooks" / f"{chapter}.ipynb"
+    cells = nbformat.read(path, as_version=4).cells
+    tagged = [i for i, c in enumerate(cells) if site.IMPORTS_TAG in c.metadata.get("tags", [])]
+    opens_run = [i for i, c in enumerate(cells) if c.cell_type == "code" and re.search(r"^run = ChapterRun\(", c.source, re.M)]
+    assert len(tagged) == 1 and tagged == opens_run, f"{chapter}: tagged {tagged}, opening the run {opens_run}"
+    assert re.search(r"^from sentcl\.book\.chapter import ChapterRun$", cells[tagged[0]].source, re.M)
+    staged = nbformat.read(site.stage_notebook(path, tmp_path / path.name), as_version=4).cells
+    [imports] = [c for c in staged if site.IMPORTS_TAG in c.metadata.get("tags", [])]
+    assert "hide-input" in imports.metadata["tags"] and imports.source == cells[tagged[0]].source
+    assert imports.metadata["mystnb"]["code_prompt_show"].startswith("Show the imports cell")
+
+
 def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_path):
     from sentcl.book.report import COLOURS
 
@@ -335,6 +353,9 @@ def test_no_page_cell_or_button_of_the_built_book_points_at_the_placeholder(smok
         assert "hide-input" in cell.metadata["tags"]  # collapsed on the page: the story comes first
         [resolve] = [c for c in nb.cells if "resolve_parameters(" in c.source]
         assert "hide-output" in resolve.metadata["tags"] and "profile smoke" in resolve.outputs[0]["text"]
+        [imports] = [c for c in nb.cells if site.IMPORTS_TAG in c.metadata.get("tags", [])]
+        assert "hide-input" in imports.metadata["tags"]  # its code collapsed, its output (the run's profile) shown
+        assert any("profile smoke" in o.get("text", "") for o in imports.outputs)
 
 
 def test_the_mnrl_sbert_chapter_regenerates_its_tables_figures_and_conclusions(smoke_book):

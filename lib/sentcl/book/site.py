@@ -15,7 +15,8 @@ that the Colab launch buttons point at the repository's notebooks:
 - ``notebooks/<chapter>.ipynb``: the executed notebook, or a placeholder page saying why
   there is none. The staged copy reads as a page (:func:`stage_notebook`): its title cell
   comes first, then the parameters cell, collapsed (``hide-input``), then papermill's
-  injected parameters as a collapsed note; local paths in its outputs and metadata are
+  injected parameters as a collapsed note; the install cell and the imports cell (tagged
+  :data:`IMPORTS_TAG`) are collapsed too; local paths in its outputs and metadata are
   replaced, and its install cell installs from :func:`sentcl.book.install.book_source` (the
   notebook in ``notebooks/`` keeps its layout for Colab: parameters first);
 - ``book/_generated/``: per chapter ``<chapter>/findings.md`` (what the chapter's claims found, which
@@ -143,6 +144,9 @@ def stage(root: Path, out: Path) -> Path:
 
 
 INJECTED_TAG = "injected-parameters"  # papermill's tag on the cell it adds after the parameters cell
+IMPORTS_TAG = "imports"
+"""The tag of a chapter notebook's imports cell: the one code cell that imports what the chapter calls and opens
+its ``ChapterRun`` (collapsed on the page: its output, the run's profile and data, stays shown)."""
 
 
 def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = None, install_source: str | None = None) -> Path:
@@ -151,8 +155,8 @@ def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = 
     The reader meets the title and the story first: the title cell (the first ``# `` heading)
     moves to the top, the parameters cell follows it tagged ``hide-input`` (collapsed, one click
     shows it), papermill's injected-parameters cell becomes a collapsed note listing the
-    values this run was given, the install cell is collapsed and the profile cell's list of
-    every parameter too. Local paths (``known``, then any absolute path) are replaced in
+    values this run was given, the install cell and the imports cell (:data:`IMPORTS_TAG`) are
+    collapsed and the profile cell's list of every parameter too. Local paths (``known``, then any absolute path) are replaced in
     the outputs, the injected values and the papermill metadata, so neither the page nor the
     notebook it offers for download names the build machine's folders. With ``install_source``
     the install cell installs from there (:func:`sentcl.book.install.book_source`). Only this copy
@@ -174,7 +178,7 @@ def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = 
     if injected is not None:
         head.append(_injected_note(injected, nb.metadata.get("papermill", {}), known))
     nb.cells = head + rest
-    for cell in nb.cells:  # the install cell, then the profile's resolution: collapsed, the story comes first
+    for cell in nb.cells:  # the install cell, the profile's resolution, the imports: collapsed, the story comes first
         if cell.cell_type == "code" and install.cell_source(cell.source) is not None:
             if install_source is not None:
                 cell.source = install.with_source(cell.source, install_source)
@@ -183,6 +187,9 @@ def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = 
         elif cell.cell_type == "code" and "resolve_parameters(" in cell.source:
             _collapse(cell, "hide-output", "Show every parameter this run used and where its value came from",
                       "Hide the parameters")
+        elif cell.cell_type == "code" and IMPORTS_TAG in cell.metadata.get("tags", []):
+            _collapse(cell, "hide-input", "Show the imports cell (what this chapter calls from sentcl, and its run)",
+                      "Hide the imports cell")
     for cell in nb.cells:
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
