@@ -58,3 +58,73 @@ def test_cost_cells_read_the_records_shipped_with_sentcl(path):
     assert "project_root" not in code and '"benchmarks/results/' not in code
     for name in re.findall(r'benchmark_result\("([^"]+)"\)', code):
         assert (ROOT / "benchmarks" / "results" / name).is_file(), name
+
+
+PLUMBING_TARGET = 0.30
+"""Issue 29's target: at most this share of a notebook's code lines is plumbing (:func:`plumbing_share`)."""
+PLUMBING_NOW = {"mnrl_sbert": 0.60, "bsc": 0.58, "rcl": 0.44, "ifcl": 0.50, "geometry": 0.50}
+"""Each notebook's share as it stands (rounded up): a ratchet, lowered as plumbing leaves a notebook, never raised
+to let plumbing in. Most of it is the parameters cell, which states the paper's setting, and the install cell."""
+COST_CALLS = re.compile(r"\b(gpu_summary|write_coverage|measurement_frame|benchmark_result|\w+_stages|\w+_paper_projection)\(")
+
+
+def plumbing_kind(cell) -> str | None:
+    """What plumbing a notebook cell is, or None for a cell of the story. Plumbing: the parameters cell (tag
+    ``parameters``), the install cell (:func:`sentcl.book.install.cell_source`), the profile cell (it calls
+    ``resolve_parameters``), the imports cell (tag ``imports``) and a cost or coverage cell: one that calls
+    ``gpu_summary`` (the paper profile's GPU memory), ``write_coverage``, ``measurement_frame`` or
+    ``benchmark_result`` (a recorded measurement), or counts a plan (``*_stages``, ``*_paper_projection``)."""
+    if cell.cell_type != "code":
+        return None
+    tags = cell.metadata.get("tags", [])
+    if "parameters" in tags:
+        return "parameters"
+    if install.cell_source(cell.source) is not None:
+        return "install"
+    if "resolve_parameters(" in cell.source:
+        return "profile"
+    if "imports" in tags:
+        return "imports"
+    return "cost/coverage" if COST_CALLS.search(cell.source) else None
+
+
+def plumbing_share(nb) -> tuple[float, dict[str, int], int]:
+    """The share of a notebook's code lines (non-blank lines of its code cells, comments included) that are in
+    plumbing cells (:func:`plumbing_kind`), the plumbing lines by kind, and the code lines in all."""
+    kinds: dict[str, int] = {}
+    total = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            lines = sum(1 for line in cell.source.splitlines() if line.strip())
+            total += lines
+            if kind := plumbing_kind(cell):
+                kinds[kind] = kinds.get(kind, 0) + lines
+    return sum(kinds.values()) / total, kinds, total
+
+
+def test_the_plumbing_rule_on_a_small_notebook():
+    repository = install.project_urls(ROOT)["Repository"]
+    cells = [nbformat.v4.new_code_cell('profile = "demo"\n\nseeds = [0]', metadata={"tags": ["parameters"]}),
+             nbformat.v4.new_code_cell(install.install_cell(install.git_source(repository))),
+             nbformat.v4.new_code_cell('globals().update(resolve_parameters("x", globals()))'),
+             nbformat.v4.new_code_cell("from sentcl.book.chapter import ChapterRun\nrun = ChapterRun('x')",
+                                       metadata={"tags": ["imports"]}),
+             nbformat.v4.new_markdown_cell("## Results\n\nprose is not code"),
+             nbformat.v4.new_code_cell("scores = train()\n# the table\ndisplay(run.table('Table 1'))"),
+             nbformat.v4.new_code_cell("coverage = run.write_coverage()\ncoverage"),
+             nbformat.v4.new_code_cell("pd.DataFrame(mnrl_sbert_stages(paper))")]
+    share, kinds, total = plumbing_share(nbformat.v4.new_notebook(cells=cells))
+    install_lines = sum(1 for line in cells[1].source.splitlines() if line.strip())
+    assert kinds == {"parameters": 2, "install": install_lines, "profile": 1, "imports": 2, "cost/coverage": 3}
+    assert total == sum(kinds.values()) + 3 and share == pytest.approx(1 - 3 / total)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_plumbing_share_of_each_notebook(path):
+    """Prints each notebook's plumbing share (``pytest -s``) and holds it at or below :data:`PLUMBING_NOW`; the
+    target is :data:`PLUMBING_TARGET`."""
+    share, kinds, total = plumbing_share(nbformat.read(path, as_version=4))
+    said = f"{path.stem}: plumbing {share:.1%} of {total} code lines ({kinds}); target {PLUMBING_TARGET:.0%}"
+    print(said)
+    assert set(kinds) == {"parameters", "install", "profile", "imports", "cost/coverage"}, said  # each one recognised
+    assert share <= PLUMBING_NOW[path.stem], said
