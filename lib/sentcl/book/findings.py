@@ -178,7 +178,7 @@ def power_note(state: Any, budget_minutes: float = CHAPTER_BUDGET_MINUTES) -> st
         return head + ": this design can see it.\n"
     if math.isinf(needed):
         return (head + f". The test items' noise alone (SE {claim['item_se']:.2f}) hides a gap that size: no number of "
-                "training seeds can show it on this test set, so the demo keeps its seeds.\n")
+                "training seeds can show it on this test set, so this profile keeps its seeds.\n")
     counts = [int(claim["seeds_left"]), int(claim["seeds_right"])]
     trained = sum(n > 1 for n in counts)  # a row with one seed here is an untouched encoder (a trained one has no mde)
     extra = (int(needed) - max(counts)) * trained
@@ -192,7 +192,7 @@ def power_note(state: Any, budget_minutes: float = CHAPTER_BUDGET_MINUTES) -> st
     return (head + f": about {int(needed)} seeds per trained row would see it, {extra} more trainings at about "
             f"{per_model:.1f} min each (this run: {record.wall_time_s / 60:.1f} min for {len(models)} trained models), "
             f"{extra * per_model:.0f} min, {verdict} the chapter's {budget_minutes:g}-minute budget"
-            + (", so the demo keeps its seeds.\n" if verdict == "beyond" else ": the profile's seeds could rise to it.\n"))
+            + (", so this profile keeps its seeds.\n" if verdict == "beyond" else ": the profile's seeds could rise to it.\n"))
 
 
 def findings_section(state: Any) -> str:
