@@ -94,6 +94,11 @@ def copy_project(target: Path) -> Path:
     return target
 
 
+def smoke_cache(base: Path) -> Path:
+    """The smoke book's own cache root (``$SENTCL_CACHE``), beside its project and output."""
+    return base / "cache"
+
+
 @pytest.fixture(scope="session")
 def smoke_book(tmp_path_factory, mathjax):
     """`sentcl reproduce --profile smoke` on a copy of the project (its real notebooks),
@@ -103,6 +108,7 @@ def smoke_book(tmp_path_factory, mathjax):
     assert (project / "notebooks" / "mnrl_sbert.ipynb").is_file(), "the MNRL-SBERT chapter's notebook is missing"
     out = base / "out"
     env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"}
+    env["SENTCL_CACHE"] = str(smoke_cache(base))  # its own: the artifacts it built are the smoke notebooks' alone
     proc = subprocess.run(
         [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--out", str(out), "--book-dir", str(out)],
         capture_output=True, text=True, timeout=1500, cwd=project, env=env,

@@ -106,10 +106,10 @@ def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
     """MNRLSBERT and MNRLSRoBERTa: one epoch of the 314,315 entailment pairs in batches of 12; SBERT and SRoBERTa: one
     epoch of the 942,854 labelled NLI rows in batches of 16; one seed (the paper's). The T4 estimate sums them."""
     from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, t4_hours
-    from sentcl.chapters.mnrl_sbert import mnrl_sbert_stages
+    from sentcl.chapters.mnrl_sbert import plan
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("mnrl_sbert.ipynb"))["paper"]
-    stages = mnrl_sbert_stages(paper)
+    stages = plan(paper).counted()
     assert [(s.step, s.runs, s.steps) for s in stages] == [("mnrl", 2, math.ceil(314_315 / 12)),
                                                            ("softmax", 2, math.ceil(942_854 / 16))]
     record = json.loads(benchmark_result("mnrl_sbert_cost_cpu.json").read_text(encoding="utf-8"))
@@ -192,11 +192,11 @@ def test_the_mnrl_sbert_estimate_counts_its_checkpoints():
     """At the T4 step times of the two utilisations, each run checkpoints every 10 minutes of training (the
     profile's checkpoint_steps is 0: by time only) and at the end."""
     from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, checkpoints_per_run, t4_checkpoints
-    from sentcl.chapters.mnrl_sbert import mnrl_sbert_stages
+    from sentcl.chapters.mnrl_sbert import plan
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("mnrl_sbert.ipynb"))["paper"]
     record = json.loads(benchmark_result("mnrl_sbert_cost_cpu.json").read_text(encoding="utf-8"))
-    stages = mnrl_sbert_stages(paper)
+    stages = plan(paper).counted()
     assert {s.checkpoint_steps or 0 for s in stages} == {paper["checkpoint_steps"]} == {0}
     low, high = t4_checkpoints(stages, record)
     by_hand = []
@@ -207,18 +207,18 @@ def test_the_mnrl_sbert_estimate_counts_its_checkpoints():
 
 
 def test_each_chapter_counts_its_own_profiles_plan():
-    """cost.chapter_stages reads a chapter's own count (its module's stages) of the profile's shipped parameters; a
+    """cost.chapter_stages reads a chapter's own plan (its module's plan, counted) of the profile's shipped parameters; a
     chapter that counts none here (BSC: benchmarks/bsc_gpu.py) is an error naming those that do."""
     from sentcl.book.cost import chapter_stages
     from sentcl.chapters import CHAPTERS
     from sentcl.errors import ConfigError
 
-    counted = [c for c in CHAPTERS.values() if c.stages is not None]
+    counted = [c for c in CHAPTERS.values() if c.plan is not None]
     assert [c.name for c in counted] == ["mnrl_sbert", "rcl", "ifcl", "geometry"]
     for spec in counted:
         for profile in ("paper", "demo"):
             stages = chapter_stages(spec.name, profile)
-            assert stages == spec.stages(parameters.shipped_parameters(spec.name, profile))
+            assert stages == spec.plan(parameters.shipped_parameters(spec.name, profile)).counted()
             assert any(s.runs and s.steps for s in stages), (spec.name, profile)  # something trains
     assert sum(s.runs * s.steps for s in chapter_stages("rcl", "demo")) < sum(s.runs * s.steps for s in chapter_stages("rcl"))
     with pytest.raises(ConfigError, match="bsc: its plan of runs is not counted here; chapters counted: mnrl_sbert, rcl"):

@@ -46,6 +46,7 @@ from .chapter_spec import resolve
 from .claims import Claim
 from .evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run, save_row_evidence
 from .geometry import save_geometry
+from .plan import Plan
 from .public import describe_data
 from .records import finish_run_record, precision_uses_file, start_run_record
 from .results import PROFILES, Result, current_run_id, load_results, paper_values, save_results
@@ -140,10 +141,16 @@ class ChapterRun:
         out_dir: str | os.PathLike,
         models: Mapping[str, str] | None = None,
         paper_models: Mapping[str, str] | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ):
         """``models`` and ``paper_models``: family (e.g. ``"BERT"``) -> the encoder this run uses and
-        the paper's; where they differ, every row of that family says which stands in for which."""
-        self.chapter = resolve(chapter).name  # an unknown chapter: a ConfigError naming the chapters
+        the paper's; where they differ, every row of that family says which stands in for which.
+        ``parameters``: the notebook's resolved parameters, from which the chapter's plan of runs is computed
+        (:attr:`plan`; None: no plan, :meth:`train` takes any stage name)."""
+        spec = resolve(chapter)  # an unknown chapter: a ConfigError naming the chapters
+        self.chapter = spec.name
+        self.plan: Plan | None = spec.plan(parameters) if parameters is not None and spec.plan is not None else None
+        self.built: list[str] = []  # the planned stages this run built or found in the cache, in order
         self.profile = profile
         self.data = resolve_data(profile, data_dir)
         if self.data.warning:
@@ -305,10 +312,20 @@ class ChapterRun:
             lines.append("*This run read the project's sample data: the sentences above test the code, not the paper.*")
         return lines
 
-    def train(self, trainer, **cached: Any):
+    def planned(self, stage: str) -> str:
+        """``stage``, a stage of the run's plan about to be built (or found in the cache); a ConfigError naming
+        the planned stages where the plan holds no such stage (the notebook builds what its plan names, and
+        nothing else: :mod:`sentcl.book.plan`). Without a plan (or one that names no artifact) any name passes."""
+        if self.plan is not None and len(self.plan):
+            self.plan[stage]  # raises for a stage the plan does not hold
+        self.built.append(stage)
+        return stage
+
+    def train(self, trainer, stage: str | None = None, **cached: Any):
         """Train with ``trainer`` inside the artifact cache (:meth:`sentcl.training.Trainer.train_cached`:
         a finished identical run is loaded, an interrupted one resumed, which it prints: ``resumed <run> from
-        step N``) and, when it trained,
+        step N``), under the artifact stage name ``stage`` of the run's plan (:meth:`planned`; None: the
+        cached call's ``stage_name``, for a run without a plan) and, when it trained,
         write its run record (``<out>/records/training-<name>-<run_id>.json``: configuration,
         wall time, pairs/s, peak memory, precision, health; status ``failed`` with the error if it raised).
         Returns the :class:`~sentcl.training.TrainingResult`."""
@@ -317,6 +334,10 @@ class ChapterRun:
             config={"run": trainer.describe()}, seed=trainer.config.seed, run_id=self.run_id,
         )
         record.precision.update(requested=trainer.config.precision, used=trainer.precision)
+        if stage is not None:
+            cached["stage_name"] = self.planned(stage)
+        elif self.plan is not None and len(self.plan):
+            raise ConfigError(f"{self.chapter}: train {trainer.name!r} under a stage of the chapter's plan (stage=...)")
         try:
             result = trainer.train_cached(**cached)
         except BaseException as exc:

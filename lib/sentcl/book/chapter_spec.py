@@ -4,7 +4,7 @@ Each chapter's module (``sentcl/chapters/<name>.py``) defines its ``CHAPTER``; t
 (:data:`sentcl.chapters.CHAPTERS`) lists them in book order. The book's generic modules take a
 :class:`Chapter` and read its parts (its data needs for :mod:`sentcl.book.coverage`, its GPU-memory
 rows for :mod:`sentcl.book.gpu_memory`, its measured record for :mod:`sentcl.book.benchmarks`, its
-plan of runs for :mod:`sentcl.book.cost`); they never name a chapter. Where a notebook or a test passes
+plan of runs for :mod:`sentcl.book.cost` and :class:`~sentcl.book.chapter.ChapterRun`); they never name a chapter. Where a notebook or a test passes
 a chapter's name, :func:`resolve` finds its object: this module is the one door from the book's
 generic modules to the registry (imported when called, since the chapters import the generic modules).
 """
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .benchmarks import Measurement
-    from .cost import Stage
     from .coverage import Needs
     from .gpu_memory import MemoryRow
+    from .plan import Plan
 
 Parameters = Mapping[str, Any]
 """A profile's resolved parameters of a chapter notebook (:func:`sentcl.book.parameters.shipped_parameters`)."""
@@ -44,8 +44,9 @@ class Chapter:
     """The paper profile's parameters -> the data each computed row needs (None: no paper tables to cover)."""
     measurement: Measurement | None = None
     """A hand-run benchmark the chapter's demo rests on, shown on its page and in its notebook."""
-    stages: Callable[[Parameters], list[Stage]] | None = None
-    """A profile's parameters -> every training and encoding the notebook runs, counted (None: not counted here)."""
+    plan: Callable[[Parameters], Plan] | None = None
+    """A profile's parameters -> its plan of runs (:mod:`sentcl.book.plan`): every stage the notebook builds and
+    every encoding it runs, counted (None: not planned here)."""
     one_budget: bool = False
     """Whether the chapter compares the methods under one budget (the introduction's answer reads its claims)."""
     one_budget_row: str | None = None

@@ -1,7 +1,7 @@
 """What a chapter's paper profile costs: the generic arithmetic under each chapter's own count of its work.
 
-A chapter counts every training and encoding its notebook runs from a profile's parameters, as
-:class:`Stage` rows (its :attr:`~sentcl.book.chapter_spec.Chapter.stages`, in ``sentcl/chapters/<chapter>.py``),
+A chapter plans every training and encoding its notebook runs from a profile's parameters (its
+:attr:`~sentcl.book.chapter_spec.Chapter.plan`, in ``sentcl/chapters/<chapter>.py``), summed into :class:`Stage` rows,
 with the helpers here (:func:`run_steps`, :func:`registry_count`, :func:`scored_sentences`); :func:`chapter_stages`
 gives a chapter's count for one of its profiles. :func:`projection`
 multiplies the counts by the seconds per optimizer step and the encoding rate a benchmark measured;
@@ -107,16 +107,17 @@ def scored_sentences(tasks: Sequence[str], max_pairs: int) -> int:
 
 
 def chapter_stages(chapter: Chapter | str, profile: str = "paper") -> list[Stage]:
-    """Every training and encoding ``chapter``'s notebook runs in ``profile``: the chapter's own count
-    (:attr:`~sentcl.book.chapter_spec.Chapter.stages`) of that profile's parameters as shipped; a ConfigError
+    """Every training and encoding ``chapter``'s notebook runs in ``profile``: the chapter's plan
+    (:attr:`~sentcl.book.chapter_spec.Chapter.plan`) of that profile's parameters as shipped, summed by what each
+    stage is (:meth:`sentcl.book.plan.Plan.counted`); a ConfigError
     naming the chapters that count theirs for a chapter that does not."""
     from .parameters import shipped_parameters
 
     spec = resolve(chapter)
-    if spec.stages is None:
-        counted = [c.name for c in all_chapters().values() if c.stages is not None]
+    if spec.plan is None:
+        counted = [c.name for c in all_chapters().values() if c.plan is not None]
         raise ConfigError(f"{spec.name}: its plan of runs is not counted here; chapters counted: {', '.join(counted)}")
-    return spec.stages(shipped_parameters(spec.name, profile))
+    return spec.plan(shipped_parameters(spec.name, profile)).counted()
 
 
 T4_FP32_PEAK = 8.1e12

@@ -11,6 +11,7 @@ from typing import Any
 from ..book.chapter_spec import Chapter
 from ..book.cost import Stage, run_steps
 from ..book.gpu_memory import MemoryRow, chapter_rows, estimated
+from ..book.plan import Plan
 from . import rcl
 
 NAME = "geometry"
@@ -72,7 +73,7 @@ CHAPTER = Chapter(
     memory=memory_rows,
     memory_note=nearest_measurement,
     own=True,
-    stages=geometry_stages,
+    plan=lambda p: Plan.counting(NAME, geometry_stages(p)),
     one_budget=True,
 )
 

@@ -26,6 +26,7 @@ from ..book.cost import (
 )
 from ..book.coverage import scored_sets
 from ..book.gpu_memory import MemoryRow, benchmark_record
+from ..book.plan import Plan
 from ..book.results import paper_values
 
 NAME = "ifcl"
@@ -152,7 +153,7 @@ CHAPTER = Chapter(
     needs=data_needs,
     measurement=Measurement(DEMO_SETTING, "Which setting leaves the objective something to learn", ifcl_setting_frame,
                             _ifcl_setting_caption),
-    stages=ifcl_stages,
+    plan=lambda p: Plan.counting(NAME, ifcl_stages(p)),
 )
 
 

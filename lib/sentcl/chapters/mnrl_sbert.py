@@ -1,6 +1,6 @@
 """The MNRL-SBERT chapter (Taneja et al. 2023, multiple-negatives ranking loss on NLI): its title, its tables'
 captions and figures (:data:`CAPTIONS`, :data:`FIGURES`), the data each paper row needs, its GPU-memory rows (estimates: no GPU record), its plan of runs
-(:func:`mnrl_sbert_stages`, whose per-run estimate ``benchmarks/mnrl_sbert_cost.py`` makes, converted onto the
+(:func:`plan`, whose per-run estimate ``benchmarks/mnrl_sbert_cost.py`` makes, converted onto the
 paper's T4 by :func:`sentcl.book.cost.t4_hours`), and the measurement its demo rests on
 (``benchmarks/mnrl_sbert_rows.py``: the demo run at several numbers of training rows per seed, and how its
 claims, MNRL against the softmax loss and each against the untouched encoder, move with that budget).
@@ -15,9 +15,10 @@ import pandas as pd
 
 from ..book.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
 from ..book.chapter_spec import Chapter
-from ..book.cost import Stage, run_steps
+from ..book.cost import run_steps
 from ..book.coverage import scored_sets
 from ..book.gpu_memory import MemoryRow, estimated
+from ..book.plan import Plan, PlannedStage, stage_name
 
 NAME = "mnrl_sbert"
 TRAINING_ROWS = "mnrl_sbert_rows_cpu.json"
@@ -28,18 +29,25 @@ FIGURES = {6: ("Table 1", "unsupervised"), 7: ("Table 2", "supervised")}
 and the kind of baselines that table compares MNRL with."""
 
 
-def mnrl_sbert_stages(p: Mapping[str, Any]) -> list[Stage]:
+def training_stage(row: str, seed: int) -> str:
+    """The artifact stage of a trained row's run with ``seed`` (its name in :func:`plan`)."""
+    return stage_name(NAME, row, "seed", seed)
+
+
+def plan(p: Mapping[str, Any]) -> Plan:
     """Every training the MNRL-SBERT notebook runs with parameters ``p``: per MNRL row and seed one epoch of the
     entailment pairs in batches of ``mnrl_batch_size``, per softmax row and seed one epoch of the labelled NLI rows
     in batches of ``softmax_batch_size`` (``train_pairs`` rows each where set; else the counts the data preparation
-    asserts). Step names are ``benchmarks/mnrl_sbert_cost.py``'s (``"mnrl"``, ``"softmax"``)."""
-    seeds = len(p["seeds"])
+    asserts), each from its family's base model (no upstream stage). Step names are
+    ``benchmarks/mnrl_sbert_cost.py``'s (``"mnrl"``, ``"softmax"``)."""
     pairs = min(p["train_pairs"] or p["expected_entailment_pairs"], p["expected_entailment_pairs"])
     rows = min(p["train_pairs"] or p["expected_nli_rows"], p["expected_nli_rows"])
-    return [Stage(f"MNRL ({', '.join(p['mnrl_rows'])})", len(p["mnrl_rows"]) * seeds,
-                  run_steps(pairs, p["mnrl_batch_size"], p["epochs"]), "mnrl", checkpoint_steps=p["checkpoint_steps"]),
-            Stage(f"softmax loss ({', '.join(p['softmax_rows'])})", len(p["softmax_rows"]) * seeds,
-                  run_steps(rows, p["softmax_batch_size"], p["epochs"]), "softmax", checkpoint_steps=p["checkpoint_steps"])]
+    objectives = ((f"MNRL ({', '.join(p['mnrl_rows'])})", p["mnrl_rows"], run_steps(pairs, p["mnrl_batch_size"], p["epochs"]), "mnrl"),
+                  (f"softmax loss ({', '.join(p['softmax_rows'])})", p["softmax_rows"],
+                   run_steps(rows, p["softmax_batch_size"], p["epochs"]), "softmax"))
+    return Plan(NAME, [PlannedStage(what, name=training_stage(row, seed), steps=steps, step=step,
+                                    checkpoint_steps=p["checkpoint_steps"])
+                       for what, trained, steps, step in objectives for row in trained for seed in p["seeds"]])
 
 
 def data_needs(p: Mapping[str, Any]) -> dict:
@@ -116,9 +124,9 @@ CHAPTER = Chapter(
     needs=data_needs,
     measurement=Measurement(TRAINING_ROWS, "How the verdicts move with the training rows", training_rows_frame,
                             _training_rows_caption),
-    stages=mnrl_sbert_stages,
+    plan=plan,
     one_budget_row="MNRL",
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "FIGURES", "data_needs", "memory_rows", "mnrl_sbert_stages", "training_rows_frame"]
+__all__ = ["CAPTIONS", "CHAPTER", "FIGURES", "data_needs", "memory_rows", "plan", "training_rows_frame", "training_stage"]

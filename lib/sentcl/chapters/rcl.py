@@ -27,6 +27,7 @@ from ..book.chapter_spec import Chapter
 from ..book.cost import BERT_BASE_PARAMETERS, Stage, measured_checkpoint_write, projection, run_steps, scored_sentences
 from ..book.coverage import scored_sets
 from ..book.gpu_memory import MemoryRow, benchmark_record
+from ..book.plan import Plan
 from ..book.results import paper_values
 from ..errors import ConfigError
 
@@ -191,7 +192,7 @@ CHAPTER = Chapter(
     memory=memory_rows,
     memory_record=MEMORY_RECORD,
     needs=data_needs,
-    stages=rcl_stages,
+    plan=lambda p: Plan.counting(NAME, rcl_stages(p)),
 )
 
 
