@@ -6,6 +6,7 @@ plans: tests/chapters/test_plans.py."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 
 import pytest
@@ -25,7 +26,7 @@ def test_stage_names_are_folder_words_under_the_chapter():
 
 def test_a_plan_refuses_a_name_twice_an_upstream_not_before_it_and_a_name_outside_the_chapter():
     a = PlannedStage("entropy", name="rcl.entropy.0", steps=5)
-    with pytest.raises(ConfigError, match="names stage 'rcl.entropy.0' twice"):
+    with pytest.raises(ConfigError, match=re.escape("names stage 'rcl.entropy.0' twice")):
         Plan("rcl", [a, a])
     with pytest.raises(ConfigError, match=r"reads \['rcl.entropy.0'\], not planned before it"):
         Plan("rcl", [PlannedStage("store", name="rcl.store.0", upstream=("rcl.entropy.0",)), a])
@@ -35,8 +36,8 @@ def test_a_plan_refuses_a_name_twice_an_upstream_not_before_it_and_a_name_outsid
         Plan("rcl", [PlannedStage("x", runs=3, name="rcl.x")])
     plan = Plan("rcl", [a, PlannedStage("store", name="rcl.store.0", upstream=("rcl.entropy.0",))])
     assert plan.names == ["rcl.entropy.0", "rcl.store.0"] and plan.upstream_of("rcl.store.0") == [a]
-    with pytest.raises(ConfigError, match="no stage 'rcl.nope'; it plans 2: rcl.entropy.0, rcl.store.0"):
-        plan["rcl.nope"]  # noqa: B018
+    with pytest.raises(ConfigError, match=re.escape("no stage 'rcl.nope'; it plans 2: rcl.entropy.0, rcl.store.0")):
+        plan["rcl.nope"]
 
 
 def test_counted_sums_the_named_stages_by_what_and_keeps_an_unnamed_row_as_it_is():
@@ -64,7 +65,7 @@ def test_a_chapter_run_trains_only_the_stages_of_its_plan(tmp_path, monkeypatch,
     assert run.plan is not None and run.plan.names == mnrl_sbert.plan(smoke).names
     seed = smoke["seeds"][0]
     assert run.planned(mnrl_sbert.training_stage("MNRLSBERT", seed)) == f"mnrl_sbert.MNRLSBERT.seed.{seed}"
-    with pytest.raises(ConfigError, match="no stage 'mnrl_sbert.MNRLSBERT.seed.99'"):
+    with pytest.raises(ConfigError, match=re.escape("no stage 'mnrl_sbert.MNRLSBERT.seed.99'")):
         run.planned(mnrl_sbert.training_stage("MNRLSBERT", 99))
     assert run.built == [f"mnrl_sbert.MNRLSBERT.seed.{seed}"]
 
