@@ -8,7 +8,8 @@ The rule, read from the source of every generic book module (``lib/sentcl/book/*
   but a letter or a digit (so ``_`` delimits, and ``"BSC"``, the paper's method, is another word: case counts).
 - **geometry** is also the name of a kind of measurement (``sentcl.evaluation.geometry``, ``book/geometry.py``,
   ``ChapterRun.record_geometry``), so only a string literal that *is* ``"geometry"`` counts (``chapter ==
-  "geometry"``), and ``book/geometry.py``, the measurement's own module, names its output folder so.
+  "geometry"``), and ``book/layout.py``, which names every path of the output folder, names the measurement's
+  folder so.
 - Docstrings (every string that stands alone as a statement) and comments are prose: they may mention a chapter
   as an example. A string that is code counts, f-strings' literal parts included.
 - :data:`ALLOWED` names the few lines that name a chapter's *file* on purpose, each with why.
@@ -75,7 +76,7 @@ def chapter_names_in(source: str, filename: str) -> list[tuple[int, str]]:
             if WORD.search(name):
                 found.append((line, f"identifier {name}"))
         code = isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
-        if code and (WORD.search(node.value) or (node.value == MEASUREMENT and filename != "geometry.py")):
+        if code and (WORD.search(node.value) or (node.value == MEASUREMENT and filename != "layout.py")):
             found.append((line, f"string {node.value!r}"))
     return sorted(set(found))
 
@@ -106,7 +107,7 @@ def test_the_rule_leaves_prose_methods_and_the_geometry_measurement_alone():
             'def record_geometry(geometry_pairs):\n    """mnrl_sbert in a docstring."""\n'
             '    return evaluate_geometry(geometry_pairs, "a geometry trajectory")\n')
     assert chapter_names_in(code, "chapter.py") == []
-    assert chapter_names_in('FOLDER = "geometry"\n', "geometry.py") == []  # the measurement's own folder
+    assert chapter_names_in('FOLDER = "geometry"\n', "layout.py") == []  # the measurement's folder, in the layout
 
 
 def test_the_registry_lists_every_chapter_in_book_order_with_its_notebook():

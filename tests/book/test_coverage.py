@@ -7,12 +7,12 @@ import pytest
 from sentcl.book.coverage import (
     COVERAGE,
     chapter_needs,
-    coverage_path,
     missing_files,
     paper_coverage,
     read_coverage,
     write_coverage,
 )
+from sentcl.book.layout import Layout
 from sentcl.book.pages import coverage_text
 from sentcl.chapters import CHAPTERS
 from sentcl.data.registry import info
@@ -92,10 +92,10 @@ def test_the_coverage_file_round_trips_and_a_bad_one_is_named(tmp_path):
     frame = write_coverage(tmp_path, "rcl", tmp_path / "empty")
     assert read_coverage(tmp_path, "rcl").equals(frame)
     assert read_coverage(tmp_path, "bsc") is None
-    coverage_path(tmp_path, "bsc").write_text("table,row\nTable 1,MSE\n")
+    Layout(tmp_path).coverage("bsc").write_text("table,row\nTable 1,MSE\n")
     with pytest.raises(DataFormatError, match=r"bsc\.csv:1: expected the header table,row,coverage,detail"):
         read_coverage(tmp_path, "bsc")
-    coverage_path(tmp_path, "bsc").write_text("table,row,coverage,detail\nTable 1,MSE,runs\n")
+    Layout(tmp_path).coverage("bsc").write_text("table,row,coverage,detail\nTable 1,MSE,runs\n")
     with pytest.raises(DataFormatError, match=r"bsc\.csv:2: expected 4 fields"):
         read_coverage(tmp_path, "bsc")
     text = coverage_text(frame)

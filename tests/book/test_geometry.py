@@ -13,12 +13,12 @@ from sentcl.book.geometry import (
     alignment_uniformity_figure,
     anisotropy_figure,
     distinct_models,
-    geometry_path,
     load_geometry,
     read_geometry,
     save_geometry,
     score_figure,
 )
+from sentcl.book.layout import Layout
 from sentcl.errors import ConfigError, DataFormatError
 
 matplotlib.use("Agg")
@@ -34,15 +34,15 @@ def point(model, kind="final", step=None, **measures):
 def test_round_trip_and_replacement_rules(tmp_path):
     save_geometry(tmp_path, "rcl", [point("RCL"), point("RCL", "trajectory", 0), point("RCL", "trajectory", 8)], run_id="a")
     save_geometry(tmp_path, "rcl", [point("base")], run_id="a")
-    frame = read_geometry(geometry_path(tmp_path, "rcl"))
+    frame = read_geometry(Layout(tmp_path).geometry("rcl"))
     assert list(frame["model"]) == ["RCL", "RCL", "RCL", "base"]
     assert list(frame["step"].astype("float").fillna(-1)) == [-1, 0, 8, -1]
     assert frame["largest_dimension"].isna().tolist() == [False, True, True, False]
     save_geometry(tmp_path, "rcl", [point("RCL", alignment=0.25)], run_id="a")  # same run and model: replaced
-    frame = read_geometry(geometry_path(tmp_path, "rcl"))
+    frame = read_geometry(Layout(tmp_path).geometry("rcl"))
     assert sorted(frame["model"]) == ["RCL", "base"] and frame.set_index("model").loc["RCL", "alignment"] == 0.25
     save_geometry(tmp_path, "rcl", [point("entropy model")], run_id="b")  # a new run drops the old one's rows
-    assert list(read_geometry(geometry_path(tmp_path, "rcl"))["model"]) == ["entropy model"]
+    assert list(read_geometry(Layout(tmp_path).geometry("rcl"))["model"]) == ["entropy model"]
     save_geometry(tmp_path, "geometry", [point("MNRL")], run_id="c")
     assert sorted(load_geometry(tmp_path)["chapter"]) == ["geometry", "rcl"]
     assert list(load_geometry(tmp_path, ["geometry"])["model"]) == ["MNRL"]

@@ -12,6 +12,7 @@ import pytest
 
 from sentcl.book import records
 from sentcl.book import results as R
+from sentcl.book.layout import Layout
 from sentcl.errors import ConfigError, DataFormatError
 
 PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
@@ -106,7 +107,7 @@ def test_paper_values_errors_name_the_line(tmp_path, body, line, message):
 
 def test_save_and_read_round_trip(tmp_path):
     R.save_results(tmp_path, "mnrl_sbert", [cell(std=0.5, seeds=(1, 2)), cell(column="Average", value=74.0)], run_id="r1")
-    df = R.read_results(R.results_path(tmp_path, "mnrl_sbert"))
+    df = R.read_results(Layout(tmp_path).results("mnrl_sbert"))
     assert list(df.columns) == list(R.RESULT_COLUMNS)
     first = df.iloc[0]
     assert (first.value, first["std"], first.seeds, first.paper_value) == (70.0, 0.5, (1, 2), 70.97)
@@ -165,7 +166,7 @@ def test_current_run_id_comes_from_the_runner_or_the_process(monkeypatch):
 def test_invalid_results_are_refused(tmp_path, bad, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         R.save_results(tmp_path, "mnrl_sbert", [cell(**bad)], run_id="r1")
-    assert not R.results_path(tmp_path, "mnrl_sbert").exists()
+    assert not Layout(tmp_path).results("mnrl_sbert").exists()
 
 
 def test_a_table_the_paper_does_not_have_takes_any_column(tmp_path):

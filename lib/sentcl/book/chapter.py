@@ -46,9 +46,10 @@ from .chapter_spec import resolve
 from .claims import Claim
 from .evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run, save_row_evidence
 from .geometry import save_geometry
+from .layout import Layout
 from .plan import Plan
 from .public import describe_data
-from .records import finish_run_record, precision_uses_file, start_run_record
+from .records import finish_run_record, start_run_record
 from .results import PROFILES, Result, current_run_id, load_results, paper_values, save_results
 
 GEOMETRY_PAIRS = {"smoke": 0, "demo": 500, "rehearsal": 200, "paper": 0}
@@ -66,7 +67,7 @@ def claim_output(out: Path, chapter: str | None = None, *, for_process: bool = F
     or one chapter's part of it, so that two runs never write the same results files at once: a second
     claim fails at once with one line naming the folder and the run that holds it
     (:func:`sentcl.io.claim`). Returns the lock to :func:`sentcl.io.release`."""
-    lock = out / (".sentcl.lock" if chapter is None else f".sentcl.lock-{chapter}")
+    lock = Layout(out).lock(chapter)
     what = f"the output folder {out}" + ("" if chapter is None else f" (chapter {chapter})")
     holder = {"pid": os.getpid(), "command": " ".join(["sentcl", *sys.argv[1:]]) if chapter is None
               else f"notebook {chapter}", "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -156,6 +157,7 @@ class ChapterRun:
         if self.data.warning:
             warnings.warn(self.data.warning, SampleDataWarning, stacklevel=2)
         self.out_dir = Path(out_dir).resolve()
+        self.layout = Layout(self.out_dir)  # every path under it
         if os.environ.get(OUTPUT_CLAIMED_ENV) != str(self.out_dir):  # run on its own: claim its results files
             claim_output(self.out_dir, chapter, for_process=True)
         self.run_id = current_run_id()
@@ -183,7 +185,7 @@ class ChapterRun:
             {"name": name, "split": record.split, "records": len(record), "sample": record.sample, "dropped": record.dropped}
         )
         atomic_write_json(
-            self.out_dir / "data_used" / f"{self.chapter}.json",
+            self.layout.data_used(self.chapter),
             {"chapter": self.chapter, "run_id": self.run_id, "profile": self.profile,
              "data_root": str(self.data.root), "sample": self.data.sample, "datasets": self._loaded},
         )
@@ -457,8 +459,8 @@ class ChapterRun:
 
     def _save_precision_uses(self) -> None:
         """Keep what this process ran in which precision so far (:func:`sentcl.precision.uses`) where
-        the notebook's run record picks it up (:func:`~sentcl.book.records.precision_uses_file`)."""
-        atomic_write_json(precision_uses_file(self.out_dir, self.chapter, self.run_id),
+        the notebook's run record picks it up (:meth:`~sentcl.book.layout.Layout.precision_record`)."""
+        atomic_write_json(self.layout.precision_record(self.chapter, self.run_id),
                           {"chapter": self.chapter, "run_id": self.run_id, "uses": uses()})
 
     def geometry_pairs(self):

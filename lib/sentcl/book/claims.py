@@ -57,6 +57,7 @@ from ..evaluation.significance import (
 )
 from ..io import atomic_write_text
 from .evidence import Evidence
+from .layout import Layout
 
 VERDICTS = ("holds", "contradicted", "undetermined", "not tested")
 CLAIM_COLUMNS = (
@@ -64,7 +65,6 @@ CLAIM_COLUMNS = (
     "verdict", "reason", "design", "seeds_left", "seeds_right", "paper_left", "paper_right", "source",
     "paper_gap", "adj_low", "adj_high", "mde", "headline", "headline_row", "seed_se", "item_se",
 )
-CLAIMS = "claims"
 
 
 @dataclass(frozen=True)
@@ -259,19 +259,15 @@ def _not_testable(claim: Claim, evidence: Evidence) -> str:
     return ""
 
 
-def claims_path(out_dir: str | os.PathLike, chapter: str) -> Path:
-    return Path(out_dir) / CLAIMS / f"{chapter}.csv"
-
-
 def write_claims(out_dir: str | os.PathLike, chapter: str, frame: pd.DataFrame) -> Path:
     """Write a chapter's claims (:func:`evaluate_claims`) to ``<out>/claims/<chapter>.csv``, atomically (a column
     the frame lacks, such as ``headline`` of a chapter that marks none, is written empty)."""
-    return atomic_write_text(claims_path(out_dir, chapter), frame.reindex(columns=list(CLAIM_COLUMNS)).to_csv(index=False))
+    return atomic_write_text(Layout(out_dir).claims(chapter), frame.reindex(columns=list(CLAIM_COLUMNS)).to_csv(index=False))
 
 
 def read_claims(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame:
     """A chapter's claims file (an empty frame when there is none)."""
-    path = claims_path(out_dir, chapter)
+    path = Layout(out_dir).claims(chapter)
     if not path.is_file():
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
@@ -350,7 +346,6 @@ __all__ = [
     "CLAIM_COLUMNS",
     "VERDICTS",
     "Claim",
-    "claims_path",
     "counts_text",
     "detectable",
     "finite",

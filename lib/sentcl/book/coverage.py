@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .chapter_spec import Chapter, all_chapters, resolve
+from .layout import Layout
 from .results import _read_csv, paper_values
 
 Needs = Mapping[str | tuple[str, str], Sequence[str]]
@@ -86,26 +87,21 @@ def paper_coverage(chapter: str, needs: Needs, data_root: str | os.PathLike) -> 
     return pd.DataFrame(lines, columns=list(COVERAGE_COLUMNS))
 
 
-def coverage_path(out_dir: str | os.PathLike, chapter: str) -> Path:
-    """``<out>/coverage/<chapter>.csv``."""
-    return Path(out_dir) / "coverage" / f"{chapter}.csv"
-
-
 def write_coverage(out_dir: str | os.PathLike, chapter: Chapter | str, data_root: str | os.PathLike) -> pd.DataFrame:
     """What ``chapter``'s paper profile fills on ``data_root`` (:func:`paper_coverage` of :func:`chapter_needs`),
-    written atomically to :func:`coverage_path`; returns it."""
+    written atomically to :meth:`sentcl.book.layout.Layout.coverage`; returns it."""
     from ..io import atomic_write_text
 
     spec = resolve(chapter)
     frame = paper_coverage(spec.name, chapter_needs(spec), data_root)
-    atomic_write_text(coverage_path(out_dir, spec.name), frame.to_csv(index=False))
+    atomic_write_text(Layout(out_dir).coverage(spec.name), frame.to_csv(index=False))
     return frame
 
 
 def read_coverage(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame | None:
     """A chapter's coverage file, or None when its run wrote none (a bad header or line: a DataFormatError
     naming the file and line, as for every results file)."""
-    path = coverage_path(out_dir, chapter)
+    path = Layout(out_dir).coverage(chapter)
     if not path.is_file():
         return None
     return pd.DataFrame([rec for _, rec in _read_csv(path, COVERAGE_COLUMNS)], columns=list(COVERAGE_COLUMNS))
@@ -135,7 +131,6 @@ __all__ = [
     "COVERAGE_COLUMNS",
     "Needs",
     "chapter_needs",
-    "coverage_path",
     "missing_files",
     "paper_coverage",
     "read_coverage",

@@ -41,8 +41,8 @@ from ..evaluation.items import Items, items_from_arrays
 from ..evaluation.tasks import STS_AVERAGE, task
 from ..io import atomic_path, atomic_write_json, read_json
 from ..training.health import learning_judged
+from .layout import Layout
 
-EVIDENCE = "evidence"
 ROW_FILE = "row.json"
 AVERAGE = "Average"
 
@@ -68,10 +68,6 @@ class Evidence(dict):
             return None
         named = {id(ev): ev for (_, r), ev in self.items() if r == row}
         return next(iter(named.values())) if len(named) == 1 else None
-
-
-def evidence_dir(out_dir: str | os.PathLike, chapter: str) -> Path:
-    return Path(out_dir) / EVIDENCE / chapter
 
 
 @dataclass
@@ -225,7 +221,7 @@ def _this_runs_row(
     out_dir: str | os.PathLike, chapter: str, row: str, tables: Sequence[str], run_id: str
 ) -> tuple[Path, dict[str, Any]]:
     """The row's folder and what run ``run_id`` recorded of it so far (an earlier run's record removed)."""
-    folder = evidence_dir(out_dir, chapter) / row_key(row, tables)
+    folder = Layout(out_dir).evidence(chapter) / row_key(row, tables)
     meta = read_json(folder / ROW_FILE, "a row's evidence") if (folder / ROW_FILE).is_file() else None
     if meta is None or meta.get("run_id") != run_id:
         if folder.exists():
@@ -260,7 +256,7 @@ def record_not_run(
 def load_evidence(out_dir: str | os.PathLike, chapter: str, run_ids: set[str] | None = None) -> Evidence:
     """Every recorded row's evidence of ``chapter`` (of the runs ``run_ids`` only, when given)."""
     found = Evidence()
-    root = evidence_dir(out_dir, chapter)
+    root = Layout(out_dir).evidence(chapter)
     for path in sorted(root.glob(f"*/{ROW_FILE}")) if root.is_dir() else []:
         raw = read_json(path, "a row's evidence")
         if run_ids is not None and raw.get("run_id") not in run_ids:
@@ -282,8 +278,6 @@ def _file_key(task_key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", task_key)
 
 
-
-
 def items_fingerprint(record: Any) -> str:
     """What identifies a record's test items, in order (two rows are compared on a task only when their
     fingerprints agree): the dataset, split and every per-item field (texts, gold, queries)."""
@@ -302,7 +296,6 @@ __all__ = [
     "AVERAGE",
     "Evidence",
     "RowEvidence",
-    "evidence_dir",
     "items_fingerprint",
     "load_evidence",
     "record_not_run",

@@ -41,6 +41,7 @@ import pandas as pd
 
 from ..errors import ConfigError, DataFormatError
 from ..io import atomic_write_text, file_lock
+from .layout import Layout
 from .results import KINDS, PROFILES, _number, _read_csv, current_run_id
 
 GEOMETRY_COLUMNS = (
@@ -55,10 +56,6 @@ TOP_DIMENSIONS = 10
 """The dimensions ``top_variance_share`` sums (:func:`sentcl.evaluation.geometry.evaluate_geometry`'s default)."""
 
 
-def geometry_path(out_dir: str | os.PathLike, chapter: str) -> Path:
-    return Path(out_dir) / "geometry" / f"{chapter}.csv"
-
-
 def save_geometry(
     out_dir: str | os.PathLike, chapter: str, points: Sequence[Mapping[str, Any]], run_id: str | None = None
 ) -> Path:
@@ -67,7 +64,7 @@ def save_geometry(
     run_id = run_id or current_run_id()
     rows = [_checked_row(chapter, dict(p), run_id) for p in points]
     models = {(r["model"], r["seed"]) for r in rows}
-    path = geometry_path(out_dir, chapter)
+    path = Layout(out_dir).geometry(chapter)
     with file_lock(path.with_name(f".{path.name}.lock")):
         kept = []
         if path.is_file():
@@ -143,7 +140,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 
 def load_geometry(out_dir: str | os.PathLike, chapters: Sequence[str] | None = None) -> pd.DataFrame:
     """Every geometry file under ``<out_dir>/geometry`` (or only ``chapters``), concatenated."""
-    folder = Path(out_dir) / "geometry"
+    folder = Layout(out_dir).geometry_dir
     paths = sorted(folder.glob("*.csv")) if folder.is_dir() else []
     frames = [read_geometry(p) for p in paths if chapters is None or p.stem in chapters]
     frames = [f for f in frames if len(f)]
@@ -353,7 +350,6 @@ __all__ = [
     "anisotropy_figure",
     "checkpoint_name",
     "distinct_models",
-    "geometry_path",
     "load_geometry",
     "read_geometry",
     "save_geometry",

@@ -27,6 +27,7 @@ from .chapter_spec import Chapter, all_chapters, resolve
 from .coverage import COVERAGE, read_coverage
 from .evidence import load_evidence
 from .findings import build_banner
+from .layout import Layout
 from .markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
 from .public import DATA_ROOT_LABEL, data_root_label, public_text
 from .records import RunRecord, read_run_records
@@ -108,16 +109,16 @@ class ChapterState:
 
 
 def chapter_states(root: Path, out: Path) -> list[ChapterState]:
-    records = [r for r in read_run_records(out / "records") if r.kind == "notebook"]
+    records = [r for r in read_run_records(Layout(out).records) if r.kind == "notebook"]
     results = load_results(out)
     states = []
     for chapter, spec in all_chapters().items():
         mine = [r for r in records if r.chapter == chapter]
         record = mine[-1] if mine else None
-        executed = out / "notebooks" / f"{chapter}.ipynb"
+        executed = Layout(out).notebook(chapter)
         compared = report.compare(chapter, results)
         run_ids = set(compared["run_id"].dropna()) | ({record.run_id} if record else set())
-        used = out / "data_used" / f"{chapter}.json"
+        used = Layout(out).data_used(chapter)
         states.append(
             ChapterState(
                 chapter=chapter,

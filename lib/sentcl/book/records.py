@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import ConfigError, DataFormatError
 from ..io import atomic_write_json, read_json, report_damaged
 from ..precision import describe_machine
+from .layout import Layout
 from .results import PROFILES, current_run_id
 
 RECORD_KINDS = ("notebook", "training")
@@ -146,15 +147,9 @@ def peak_memory_mb() -> tuple[float, float | None]:
     return rss, gpu
 
 
-def precision_uses_file(out_dir: str | os.PathLike, chapter: str, run_id: str) -> Path:
-    """Where a chapter's kernel keeps what ran in which precision (:func:`sentcl.precision.uses`) for
-    the notebook's run record: ``<out>/records/precision/<chapter>-<run_id>.json``."""
-    return Path(out_dir) / "records" / "precision" / f"{chapter}-{run_id}.json"
-
-
 def write_run_record(out_dir: str | os.PathLike, record: RunRecord) -> Path:
     """Write ``record`` atomically to ``<out_dir>/records/<kind>-<name>-<run_id>.json``."""
-    return atomic_write_json(Path(out_dir) / "records" / record.file_name, asdict(record))
+    return atomic_write_json(Layout(out_dir).records / record.file_name, asdict(record))
 
 
 def read_run_records(*folders: str | os.PathLike) -> list[RunRecord]:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..io import atomic_path, atomic_write_json, read_json
+from .layout import Layout
 from .public import public_text
 from .results import current_run_id, paper_values
 
@@ -359,17 +360,13 @@ def averages_chart(
     return fig
 
 
-def figures_dir(out_dir: str | os.PathLike, chapter: str) -> Path:
-    return Path(out_dir) / "figures" / chapter
-
-
 def save_figure(fig, out_dir: str | os.PathLike, chapter: str, name: str, caption: str) -> Path:
     """Save ``fig`` as ``<out>/figures/<chapter>/<name>.png`` and ``.svg`` (atomically),
     with ``<name>.json`` holding the caption and the run id the book shows it with.
     Returns the PNG's path."""
     if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
         raise ConfigError(f"figure name {name!r}: use letters, digits, '-' and '_'")
-    folder = figures_dir(out_dir, chapter)
+    folder = Layout(out_dir).figures(chapter)
     for ext in ("png", "svg"):
         with atomic_path(folder / f"{name}.{ext}") as tmp:
             fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight")
@@ -379,7 +376,7 @@ def save_figure(fig, out_dir: str | os.PathLike, chapter: str, name: str, captio
 
 def figures(out_dir: str | os.PathLike, chapter: str) -> list[dict]:
     """The figures a chapter saved: ``{"name", "png", "svg", "caption", "run_id"}``, by name."""
-    folder = figures_dir(out_dir, chapter)
+    folder = Layout(out_dir).figures(chapter)
     found = []
     for meta in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         png = meta.with_suffix(".png")

@@ -46,6 +46,7 @@ import pandas as pd
 from ..errors import ConfigError, DataFormatError, DataMissingError
 from ..io import atomic_write_text, file_lock
 from ..paths import resource
+from .layout import Layout
 
 PROFILES = ("smoke", "demo", "rehearsal", "paper")
 KINDS = ("reproduced", "sample-data")  # kinds of result rows; "cited" is what the report calls a paper cell without one
@@ -134,10 +135,6 @@ class Result:
     note: str = ""
 
 
-def results_path(out_dir: str | os.PathLike, chapter: str) -> Path:
-    return Path(out_dir) / "results" / f"{chapter}.csv"
-
-
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time plus 6 random hex digits."""
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
@@ -202,7 +199,7 @@ def save_results(out_dir: str | os.PathLike, chapter: str, results: Iterable[Res
             "note": res.note,
         }
 
-    path = results_path(out_dir, chapter)
+    path = Layout(out_dir).results(chapter)
     with file_lock(path.with_name(f".{path.name}.lock")):  # read, merge and replace under one lock
         kept: list[dict[str, str]] = []
         if path.exists():
@@ -233,7 +230,7 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
 
 def load_results(out_dir: str | os.PathLike, chapters: Sequence[str] | None = None) -> pd.DataFrame:
     """Every results file under ``<out_dir>/results`` (or only ``chapters``), concatenated."""
-    folder = Path(out_dir) / "results"
+    folder = Layout(out_dir).results_dir
     paths = sorted(folder.glob("*.csv")) if folder.is_dir() else []
     if chapters is not None:
         paths = [p for p in paths if p.stem in chapters]

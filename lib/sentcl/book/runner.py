@@ -50,9 +50,10 @@ from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
 from . import site
 from .chapter import OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
 from .chapter_spec import all_chapters
+from .layout import Layout
 from .markdown import duration
 from .parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, unknown_parameter
-from .records import RunRecord, environment, precision_uses_file, write_run_record
+from .records import RunRecord, environment, write_run_record
 from .results import PROFILES, RUN_ID_ENV, new_run_id
 
 
@@ -84,7 +85,7 @@ def plan_chapter(
             raise unknown_parameter(name, defaults, where)
         injected[name] = parse_value(name, text, defaults[name], where)
     injected.update(profile=profile, data_dir=str(data.root), out_dir=str(out))
-    return Plan(chapter, notebook, out / "notebooks" / f"{chapter}.ipynb", injected, {**defaults, **injected})
+    return Plan(chapter, notebook, Layout(out).notebook(chapter), injected, {**defaults, **injected})
 
 
 # --------------------------------------------------------------------------- execution
@@ -200,7 +201,7 @@ def execute(plan: Plan, profile: str, data: DataChoice, env: dict[str, Any], cwd
 
 def _precision_uses(out: Path, chapter: str, run_id: str) -> list[dict[str, Any]]:
     """What the notebook's kernel ran in which precision (written by its ChapterRun); [] if it wrote nothing."""
-    path = precision_uses_file(out, chapter, run_id)
+    path = Layout(out).precision_record(chapter, run_id)
     if not path.is_file():
         return []
     try:

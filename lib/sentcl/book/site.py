@@ -58,6 +58,7 @@ from . import benchmarks, gpu_memory, install
 from .answer import answer
 from .environment import environment_page, timings
 from .findings import findings_section
+from .layout import Layout
 from .pages import (
     GENERATED,
     announcement,
@@ -84,7 +85,7 @@ def stage(root: Path, out: Path) -> Path:
             f"MathJax is missing ({root / MATHJAX}); the book serves it offline: run "
             "`python3 scripts/fetch_mathjax.py` (make setup does)"
         )
-    src = out / "book_source"
+    src = Layout(out).book_source
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
@@ -133,13 +134,13 @@ def stage(root: Path, out: Path) -> Path:
         (gen / state.chapter / "results.md").write_text(chapter_results(state, known), encoding="utf-8")
         (gen / state.chapter / "gpu_memory.md").write_text(gpu_memory.chapter_section(state.chapter), encoding="utf-8")
         (gen / state.chapter / "measured.md").write_text(benchmarks.chapter_section(state.chapter), encoding="utf-8")
-    measured = read_run_records(out / "records", root / MEASURED_RECORDS)
+    measured = read_run_records(Layout(out).records, root / MEASURED_RECORDS)
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")
     (gen / "install.md").write_text(install.install_section(tree), encoding="utf-8")
     (gen / "answer.md").write_text(answer(states), encoding="utf-8")
     (gen / "scorecard.md").write_text(scorecard(states, known), encoding="utf-8")
     (gen / "datasets.md").write_text(datasets(states, root), encoding="utf-8")
-    (gen / "environment.md").write_text(environment_page(read_run_records(out / "records"), known), encoding="utf-8")
+    (gen / "environment.md").write_text(environment_page(read_run_records(Layout(out).records), known), encoding="utf-8")
     return src
 
 
