@@ -83,7 +83,7 @@ def test_a_notebook_opened_as_is_runs_the_demo(defaults):
 @pytest.mark.parametrize(
     ("namespace", "given", "message"),
     [
-        ({"profile": "fast"}, set(), "parameter profile is 'fast'; expected one of smoke, demo, rehearsal, paper"),
+        ({"profile": "fast"}, set(), "parameter profile: unknown profile 'fast'; valid: smoke, demo, rehearsal, paper"),
         ({"seeed": [3]}, {"seeed"}, "mnrl_sbert notebook (papermill -p): unknown parameter 'seeed'; did you mean 'seeds'?"),
         ({"train_pairs": "96"}, {"train_pairs"}, "parameter train_pairs must be int like its default 0, got '96'"),
         ({"sts_tasks": "[STSb]"}, {"sts_tasks"}, "pass lists and dicts with -y 'sts_tasks: ...'"),

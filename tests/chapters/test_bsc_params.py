@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from sentcl.book import parameters
-from sentcl.book.chapter import PROFILES
+from sentcl.book.profiles import PROFILES
 from sentcl.book.results import paper_values
 from sentcl.data.registry import info
 from sentcl.errors import ConfigError

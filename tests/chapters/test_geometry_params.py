@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import parameters
-from sentcl.book.chapter import PROFILES
+from sentcl.book.profiles import PROFILES
 from sentcl.evaluation.tasks import STS_AVERAGE, task
 from sentcl.models import MINILM
 from sentcl.training.comparison import MethodSettings

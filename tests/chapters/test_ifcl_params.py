@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import parameters
-from sentcl.book.chapter import PROFILES
+from sentcl.book.profiles import PROFILES
 from sentcl.book.results import paper_values
 from sentcl.evaluation.tasks import task
 from sentcl.losses import IFCLLoss

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import parameters
-from sentcl.book.chapter import PROFILES
+from sentcl.book.profiles import PROFILES
 from sentcl.book.results import paper_values
 from sentcl.data import load, samples_root
 from sentcl.data.nli import prepare_nli

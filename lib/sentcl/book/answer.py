@@ -17,6 +17,7 @@ import pandas as pd
 from .chapter_spec import resolve
 from .findings import STATUSES, chapter_status, reason_kind
 from .markdown import md, md_table
+from .profiles import PROFILES
 
 BASELINE = "MNRL"
 NEWER = ("BSC", "RCL", "IFCL")
@@ -24,8 +25,6 @@ BASE_ROW = "base (untouched)"
 HEADLINES = {"baseline": "against its paper's baseline", "untouched": "against the untouched encoder"}
 """The headline claims a paper chapter marks in its claims file (``headline`` column) -> the answer's column."""
 EQUAL_BUDGET = "one budget, against MNRL (geometry)"
-PROFILE_WORDS = {"demo": "the demo profile (a miniature)", "smoke": "the smoke profile (a test run)",
-                 "rehearsal": "the rehearsal profile (the paper schedules on a tiny stand-in)", "paper": "the paper profile"}
 WORDS = {"holds": "better", "contradicted": "worse", "undetermined": "undetermined"}
 
 
@@ -91,7 +90,7 @@ def answer(states) -> str:
         rows.append([f"[{md(method)}]({state.chapter}.md)" + ("" if status == "complete" else f" ({status})"),
                      *cells, _equal_budget(one_budget, resolve(state.chapter).one_budget_row or method)])
     profiles = sorted({p for s in states if s.ran for p in s.profiles})
-    profile = PROFILE_WORDS.get(profiles[0], profiles[0] + " profile") if len(profiles) == 1 else (
+    profile = (PROFILES[profiles[0]].words if profiles[0] in PROFILES else profiles[0] + " profile") if len(profiles) == 1 else (
         "profiles " + ", ".join(profiles) if profiles else "no profile (nothing ran)")
     head = (f"**In {profile}**: each method against its paper's baseline and against the untouched encoder, in its "
             "own chapter, and against plain MNRL under one budget (the geometry chapter); each cell the verdict, the "

@@ -48,15 +48,10 @@ from .evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run,
 from .geometry import save_geometry
 from .layout import Layout
 from .plan import Plan
+from .profiles import policy
 from .public import describe_data
 from .records import finish_run_record, start_run_record
-from .results import PROFILES, Result, current_run_id, load_results, paper_values, save_results
-
-GEOMETRY_PAIRS = {"smoke": 0, "demo": 500, "rehearsal": 200, "paper": 0}
-"""STS-B test pairs a model's geometry is measured on, per profile (0: all 1,379; the demo draws
-500 with seed 0, about 100 of them scored above 4, so that measuring every model of a chapter
-fits a laptop's budget; the rehearsal 200)."""
-
+from .results import Result, current_run_id, load_results, paper_values, save_results
 
 OUTPUT_CLAIMED_ENV = "SENTCL_OUTPUT_CLAIMED"
 """Set by ``sentcl reproduce`` for its kernels: the output folder whose chapters it has claimed."""
@@ -107,15 +102,14 @@ def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> Dat
     """
     from ..data.registry import SAMPLE_MARKER, samples_root
 
-    if profile not in PROFILES:
-        raise ConfigError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
-    if profile == "smoke":
+    reads = policy(profile).data
+    if reads == "samples":
         return DataChoice(samples_root(), True)
     root = data_root(data_dir, required=False)
     if root is None:
-        if profile == "paper":
+        if reads == "required":
             raise ConfigError(
-                "the paper profile needs the real data: set the notebook parameter data_dir "
+                f"the {profile} profile needs the real data: set the notebook parameter data_dir "
                 "(papermill -p data_dir DIR), pass --data-dir DIR to sentcl reproduce, or set $SENTCL_DATA"
             )
         return DataChoice(
@@ -465,11 +459,12 @@ class ChapterRun:
 
     def geometry_pairs(self):
         """The STS-B test pairs every geometry measure of this run uses (SimCSE's protocol;
-        :data:`GEOMETRY_PAIRS` says how many per profile), loaded once and logged."""
+        :attr:`sentcl.book.profiles.Profile.geometry_pairs` says how many), loaded once and logged."""
         if self._geometry_pairs is None:
             from ..data.records import subset
 
-            self._geometry_pairs = subset(self.load("stsbenchmark", "test"), GEOMETRY_PAIRS[self.profile], 0, "GEOMETRY_PAIRS")
+            self._geometry_pairs = subset(self.load("stsbenchmark", "test"), policy(self.profile).geometry_pairs, 0,
+                                         "geometry_pairs")
         return self._geometry_pairs
 
     def geometry_callback(self, every_steps: int):

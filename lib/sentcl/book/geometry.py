@@ -42,7 +42,8 @@ import pandas as pd
 from ..errors import ConfigError, DataFormatError
 from ..io import atomic_write_text, file_lock
 from .layout import Layout
-from .results import KINDS, PROFILES, _number, _read_csv, current_run_id
+from .profiles import NAMES
+from .results import KINDS, _number, _read_csv, current_run_id
 
 GEOMETRY_COLUMNS = (
     "chapter", "model", "point", "step", "seed", "alignment", "uniformity", "anisotropy", "top_variance_share",
@@ -89,8 +90,8 @@ def _checked_row(chapter: str, point: dict[str, Any], run_id: str) -> dict[str, 
         raise ConfigError(f"{where}: point must be one of {POINTS}, got {point.get('point')!r}")
     if point["point"] == "trajectory" and point.get("step") is None:
         raise ConfigError(f"{where}: a trajectory point needs its step")
-    if point.get("profile") not in PROFILES or point.get("kind") not in KINDS:
-        raise ConfigError(f"{where}: profile must be one of {PROFILES} and kind one of {KINDS}")
+    if point.get("profile") not in NAMES or point.get("kind") not in KINDS:
+        raise ConfigError(f"{where}: profile must be one of {NAMES} and kind one of {KINDS}")
     for name in MEASURES:
         value = point.get(name)
         if value is None and name not in REQUIRED:

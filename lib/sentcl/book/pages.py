@@ -29,6 +29,7 @@ from .evidence import load_evidence
 from .findings import build_banner
 from .layout import Layout
 from .markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
+from .profiles import PROFILES
 from .public import DATA_ROOT_LABEL, data_root_label, public_text
 from .records import RunRecord, read_run_records
 from .results import load_results
@@ -90,13 +91,13 @@ class ChapterState:
         done = self.compared[self.compared["status"] != "cited"]
         if len(done):
             return not bool(done["judged"].astype(bool).all())
-        return bool(self.ran and (self.sample or (self.record and self.record.profile != report.JUDGED_PROFILE)))
+        return bool(self.ran and (self.sample or (self.record and not report.judged(self.record.profile, "reproduced"))))
 
     @property
     def rehearsal(self) -> bool:
         """Whether this chapter's results come from the rehearsal profile alone (a tiny stand-in on the paper's
         schedules: its numbers and claims test the code, not the paper)."""
-        return self.ran and self.profiles == ["rehearsal"]
+        return self.ran and bool(self.profiles) and all(PROFILES[p].stand_in for p in self.profiles if p in PROFILES)
 
     def data_roots(self) -> list[Path]:
         """The data roots this chapter's run read (its data_used file and run record)."""
@@ -156,7 +157,7 @@ def _profile_banner(states: list[ChapterState]) -> str | None:
         return None
     profiles = {s.record.profile for s in on_samples if s.record}
     names = ", ".join(s.chapter for s in on_samples)
-    if profiles == {"smoke"}:
+    if profiles and all(PROFILES[p].data == "samples" for p in profiles if p in PROFILES):
         return f"Smoke build ({names}): a tiny model on the project's sample data. It tests the machinery; its numbers say nothing about the papers."
     return f"Sample data: {names} ran on the project's sample data, not on a real data root, so their numbers say nothing about the papers."
 

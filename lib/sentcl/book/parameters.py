@@ -37,7 +37,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..paths import CACHE_ENV, notebook_file
-from .results import PROFILES
+from .profiles import NAMES, policy
 
 PARAMETERS_TAG = "parameters"
 INJECTED = {"profile": "--profile", "data_dir": "--data-dir", "out_dir": "--out"}
@@ -183,10 +183,10 @@ def read_profiles(path: Path, defaults: dict[str, Any]) -> dict[str, dict[str, A
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping profile -> parameters")
-    unknown = [p for p in raw if p not in PROFILES]
-    missing = [p for p in PROFILES if p not in raw]
+    unknown = [p for p in raw if p not in NAMES]
+    missing = [p for p in NAMES if p not in raw]
     if unknown or missing:
-        raise ConfigError(f"{path}: profiles must be exactly {', '.join(PROFILES)} (unknown: {unknown}, missing: {missing})")
+        raise ConfigError(f"{path}: profiles must be exactly {', '.join(NAMES)} (unknown: {unknown}, missing: {missing})")
     profiles = {}
     for profile, values in raw.items():
         values = values or {}
@@ -218,8 +218,7 @@ def shipped_parameters(chapter: str, profile: str = "paper") -> dict[str, Any]:
     """Every parameter of ``chapter``'s notebook in ``profile``, from the notebook and profiles file shipped with
     sentcl (:func:`chapter_profiles` of :func:`sentcl.paths.notebook_file`): what a run of that profile computes
     with, for the pages that count or cost it."""
-    if profile not in PROFILES:
-        raise ConfigError(f"unknown profile {profile!r}; valid: {', '.join(PROFILES)}")
+    policy(profile)
     return chapter_profiles(notebook_file(f"{chapter}.ipynb"))[profile]
 
 
@@ -261,8 +260,7 @@ def resolve_parameters(chapter: str, namespace: Mapping[str, Any], *, given: Ite
     if unknown:
         raise unknown_parameter(unknown[0], defaults, f"{chapter} notebook (papermill -p)")
     profile = namespace.get("profile", defaults["profile"])
-    if profile not in PROFILES:
-        raise ConfigError(f"{chapter} notebook: parameter profile is {profile!r}; expected one of {', '.join(PROFILES)}")
+    policy(profile, f"{chapter} notebook, parameter profile")
     profile_values = read_profiles(notebook.with_suffix(".profiles.yaml"), defaults)[profile]
     resolved, origins = {}, {}
     for name, default in defaults.items():
@@ -323,8 +321,9 @@ def check_data_dir(profile: str, data_dir: Any, given: str = "data_dir") -> str 
     from ..data.registry import samples_root
     from .chapter import resolve_data
 
-    if profile == "smoke" and data_dir not in (None, "") and Path(data_dir).resolve() != samples_root().resolve():
-        return f"{given} {data_dir} is not read: the smoke profile always runs on the project's sample data (data/samples)"
+    if (policy(profile).data == "samples" and data_dir not in (None, "")
+            and Path(data_dir).resolve() != samples_root().resolve()):
+        return f"{given} {data_dir} is not read: the {profile} profile always runs on the project's sample data (data/samples)"
     resolve_data(profile, data_dir)
     return None
 

@@ -25,7 +25,8 @@ from ..errors import ConfigError, DataFormatError
 from ..io import atomic_write_json, read_json, report_damaged
 from ..precision import describe_machine
 from .layout import Layout
-from .results import PROFILES, current_run_id
+from .profiles import policy
+from .results import current_run_id
 
 RECORD_KINDS = ("notebook", "training")
 VERSIONED_PACKAGES = ("torch", "transformers", "sentence-transformers", "sentcl")
@@ -73,8 +74,8 @@ class RunRecord:
     def __post_init__(self) -> None:
         if self.kind not in RECORD_KINDS:
             raise ConfigError(f"run record kind {self.kind!r} is not one of {RECORD_KINDS}")
-        if self.profile is not None and self.profile not in PROFILES:
-            raise ConfigError(f"run record profile {self.profile!r} is not one of {PROFILES}")
+        if self.profile is not None:
+            policy(self.profile, "run record")
         if self.status not in ("ok", "failed"):
             raise ConfigError(f"run record status {self.status!r} is not 'ok' or 'failed'")
 

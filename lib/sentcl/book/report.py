@@ -34,6 +34,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..io import atomic_path, atomic_write_json, read_json
 from .layout import Layout
+from .profiles import PROFILES
 from .public import public_text
 from .results import current_run_id, paper_values
 
@@ -44,14 +45,13 @@ COLOURS = {
     "close": "#ffe3a3",
     "differs": "#f6b8b8",
 }
-JUDGED_PROFILE = "paper"  # the only profile that runs the paper's models on the paper's data
 _MARKER = re.compile(r"^\[[^\]]+\]")  # the paper's citation marker, e.g. "[#]" in "[#] Gao et al. (2021)"
 
 
 def judged(profile: object, status: object) -> bool:
     """Whether a cell's agreement with the paper means something: computed by a run with the
-    paper's model and data (profile ``paper``) on real data (kind ``reproduced``)."""
-    return profile == JUDGED_PROFILE and status == "reproduced"
+    paper's model and data (a judged profile: :attr:`sentcl.book.profiles.Profile.judged`) on real data (kind ``reproduced``)."""
+    return profile in PROFILES and PROFILES[profile].judged and status == "reproduced"
 
 
 def agreement(points: float, thresholds: Sequence[float] = THRESHOLDS) -> str | None:

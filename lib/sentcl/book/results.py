@@ -47,8 +47,8 @@ from ..errors import ConfigError, DataFormatError, DataMissingError
 from ..io import atomic_write_text, file_lock
 from ..paths import resource
 from .layout import Layout
+from .profiles import NAMES, policy
 
-PROFILES = ("smoke", "demo", "rehearsal", "paper")
 KINDS = ("reproduced", "sample-data")  # kinds of result rows; "cited" is what the report calls a paper cell without one
 PAPER_COLUMNS = ("table", "row", "column", "value", "scale", "source")
 RESULT_COLUMNS = (
@@ -252,8 +252,7 @@ def _check_result(chapter: str, res: Result, paper_columns: dict[str, list[str]]
     for name in ("table", "row", "column"):
         if not str(getattr(res, name)).strip():
             raise ConfigError(f"{where}: {name} is empty")
-    if res.profile not in PROFILES:
-        raise ConfigError(f"{where}: profile {res.profile!r} is not one of {PROFILES}")
+    policy(res.profile, where)
     if res.kind not in KINDS:
         raise ConfigError(f"{where}: kind {res.kind!r} is not one of {KINDS}")
     if not _finite(res.value):
@@ -285,8 +284,8 @@ def _read_result_rows(path: Path, chapter: str) -> list[dict[str, str]]:
             _number(path, line, "paper_value", rec["paper_value"])
         if not rec["seeds"] or not all(s.lstrip("-").isdigit() for s in rec["seeds"].split()):
             raise DataFormatError(path, line, "seeds as integers separated by spaces", rec["seeds"])
-        if rec["profile"] not in PROFILES:
-            raise DataFormatError(path, line, f"a profile in {PROFILES}", rec["profile"])
+        if rec["profile"] not in NAMES:
+            raise DataFormatError(path, line, f"a profile in {NAMES}", rec["profile"])
         if rec["kind"] not in KINDS:
             raise DataFormatError(path, line, f"a kind in {KINDS}", rec["kind"])
         key = (rec["table"], rec["row"], rec["column"])

@@ -53,8 +53,9 @@ from .chapter_spec import all_chapters
 from .layout import Layout
 from .markdown import duration
 from .parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, unknown_parameter
+from .profiles import NAMES
 from .records import RunRecord, environment, write_run_record
-from .results import PROFILES, RUN_ID_ENV, new_run_id
+from .results import RUN_ID_ENV, new_run_id
 
 
 @dataclass
@@ -233,7 +234,7 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
 
 def register(subparsers, name: str, summary: str) -> None:
     p = subparsers.add_parser(name, help=summary, description=__doc__.split("\n\n")[0])
-    p.add_argument("--profile", choices=PROFILES, default="demo", help="parameter set: smoke, demo (default), rehearsal or paper")
+    p.add_argument("--profile", choices=NAMES, default="demo", help="parameter set: smoke, demo (default), rehearsal or paper")
     p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(all_chapters())})")
     p.add_argument("--data-dir", help="the data root (default: $SENTCL_DATA; demo falls back to data/samples)")
     p.add_argument("--out", help="output folder (default: runs/<profile> in the project)")
