@@ -16,7 +16,7 @@ TORCH := $(shell cat requirements/torch.txt)
 # A directory holding the torch wheel (this machine kind has one); otherwise PyTorch's CPU index.
 TORCH_WHEELS ?= /opt/wheels
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-EXTRAS := offline,book,test,bench,hf
+EXTRAS := offline,book,test,bench,hf,cluster
 # The data root: $SENTCL_DATA if set, else ../shared/data when it exists.
 DATA_DIR ?= $(or $(SENTCL_DATA),$(wildcard ../shared/data))
 PROFILE ?= demo

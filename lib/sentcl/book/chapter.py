@@ -55,6 +55,9 @@ from .results import Result, current_run_id, load_results, paper_values, save_re
 
 OUTPUT_CLAIMED_ENV = "SENTCL_OUTPUT_CLAIMED"
 """Set by ``sentcl reproduce`` for its kernels: the output folder whose chapters it has claimed."""
+BUILT_BY_ENV = "SENTCL_BUILT_BY"
+"""Set in the process of a task of :mod:`sentcl.book.executor`: the node and device that build its stage (a training
+record's ``config.built_by``)."""
 
 
 def claim_output(out: Path, chapter: str | None = None, *, for_process: bool = False) -> Path:
@@ -144,7 +147,8 @@ class ChapterRun:
         (:attr:`plan`; None: no plan, :meth:`train` takes any stage name)."""
         spec = resolve(chapter)  # an unknown chapter: a ConfigError naming the chapters
         self.chapter = spec.name
-        self.plan: Plan | None = spec.plan(parameters) if parameters is not None and spec.plan is not None else None
+        self.parameters: dict[str, Any] = dict(parameters or {})
+        self.plan: Plan | None = spec.plan(self.parameters) if parameters is not None and spec.plan is not None else None
         self.built: list[str] = []  # the planned stages this run built or found in the cache, in order
         self.profile = profile
         self.data = resolve_data(profile, data_dir)
@@ -350,6 +354,7 @@ class ChapterRun:
             record.config.update(
                 output_dir=str(result.output_dir), resumed_from_step=result.resumed_from_step,
                 steps=result.global_step, **result.run,
+                **({"built_by": os.environ[BUILT_BY_ENV]} if os.environ.get(BUILT_BY_ENV) else {}),
             )
             record.health = result.health
             finish_run_record(self.out_dir, record)

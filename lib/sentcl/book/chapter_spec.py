@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .benchmarks import Measurement
+    from .chapter import ChapterRun
     from .coverage import Needs
     from .gpu_memory import MemoryRow
-    from .plan import Plan
+    from .plan import Plan, PlannedStage
 
 Parameters = Mapping[str, Any]
 """A profile's resolved parameters of a chapter notebook (:func:`sentcl.book.parameters.shipped_parameters`)."""
@@ -47,6 +48,10 @@ class Chapter:
     plan: Callable[[Parameters], Plan] | None = None
     """A profile's parameters -> its plan of runs (:mod:`sentcl.book.plan`): every stage the notebook builds and
     every encoding it runs, counted (None: not planned here)."""
+    build: Callable[[ChapterRun, PlannedStage], None] | None = None
+    """Builds one stage of the plan into the artifact cache as the notebook would, given a run of the chapter with its
+    parameters (:class:`~sentcl.book.chapter.ChapterRun`): what ``sentcl reproduce --executor ray`` runs per stage
+    (None: the chapter's stages are built by its notebook alone)."""
     one_budget: bool = False
     """Whether the chapter compares the methods under one budget (the introduction's answer reads its claims)."""
     one_budget_row: str | None = None

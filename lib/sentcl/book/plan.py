@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from ..errors import ConfigError
 from .cost import Stage
@@ -28,11 +29,14 @@ from .cost import Stage
 @dataclass(frozen=True)
 class PlannedStage(Stage):
     """One stage of a plan: ``runs`` of the :class:`~sentcl.book.cost.Stage` it is counted as (1 for a named
-    artifact), its artifact stage ``name`` ("": not an artifact) and the names of its ``upstream`` stages."""
+    artifact), its artifact stage ``name`` ("": not an artifact), the names of its ``upstream`` stages and the
+    ``args`` its chapter's builder takes."""
 
     runs: int = 1
     name: str = ""
     upstream: tuple[str, ...] = ()
+    args: tuple[Any, ...] = ()
+    """What the chapter's builder needs to build it (:attr:`~sentcl.book.chapter_spec.Chapter.build`), e.g. (row, seed)."""
 
 
 def stage_name(chapter: str, *parts: object) -> str:

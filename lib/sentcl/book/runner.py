@@ -246,6 +246,15 @@ def register(subparsers, name: str, summary: str) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--no-book", action="store_true", help="run the notebooks, do not build the book")
     which.add_argument("--book-only", action="store_true", help="build the book from the output folder, run nothing")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local (default): each notebook trains its runs in turn; ray: every planned stage of the chapters "
+                        "that plan theirs is first built as a task on a Ray cluster, then the notebooks run and find them built")
+    p.add_argument("--address", help="with --executor ray: a running cluster to join (auto, or ray://host:port); "
+                                      "default: start a local one on this machine")
+    p.add_argument("--runs-per-gpu", type=int, default=1, metavar="K",
+                   help="with --executor ray: runs sharing one GPU (each asks for 1/K of it; mind the chapter's GPU-memory table)")
+    p.add_argument("--cpus-per-run", type=int, default=1, metavar="N",
+                   help="with --executor ray on CPU-only nodes: CPUs (and torch threads) each run asks for")
     which.add_argument("--check", action="store_true",
                        help="check the profile, the data root and every parameter as a run would, then stop (runs nothing)")
     p.set_defaults(func=reproduce)
@@ -297,12 +306,34 @@ def plan_all(args: argparse.Namespace, root: Path, chapters: list[str], out: Pat
     return data, plans
 
 
+def prebuild(args: argparse.Namespace, plans: list[Plan], out: Path) -> dict[str, list[str]]:
+    """``--executor ray``: build every planned stage of the chapters that build theirs alone as tasks on a Ray cluster
+    (:mod:`sentcl.book.executor`). Returns the chapters whose stages failed, one line per failed stage (their
+    notebooks are not run)."""
+    from .executor import build_with_ray, jobs, task_environment
+
+    work = jobs({p.chapter: p.parameters for p in plans})
+    others = [p.chapter for p in plans if p.chapter not in {j.chapter for j in work}]
+    print(f"sentcl: ray: building {sum(len(j.plan) for j in work)} stages of {', '.join(j.chapter for j in work) or 'no chapter'}"
+          + (f"; {', '.join(others)} build theirs in their notebooks" if others else ""), flush=True)
+    built = build_with_ray(work, address=args.address, runs_per_gpu=args.runs_per_gpu, cpus_per_run=args.cpus_per_run,
+                           env=task_environment(out) | {RUN_ID_ENV: new_run_id()})
+    for line in built.lines():
+        print(f"sentcl: FAILED {line}", file=sys.stderr)
+    return built.failed
+
+
 def _reproduce(args: argparse.Namespace, root: Path, chapters: list[str], out: Path, book_dir: Path) -> int:
     outcomes: list[Outcome] = []
     if not args.book_only:
         data, plans = plan_all(args, root, chapters, out)
         env = environment()
         print(f"sentcl: profile {args.profile}, data: {data.describe()}{'' if data.sample else f' at {data.root}'}, output: {out}, device: {env['device']}")
+        failed_stages = prebuild(args, plans, out) if args.executor == "ray" else {}
+        for chapter, lines in failed_stages.items():
+            outcomes.append(Outcome(chapter, "failed", 0.0, None, Layout(out).notebook(chapter), failure="stages failed",
+                                    lines=lines))
+        plans = [p for p in plans if p.chapter not in failed_stages]
         for i, plan in enumerate(plans, 1):
             print(f"[{i}/{len(plans)}] {plan.chapter}", flush=True)
             outcome = execute(plan, args.profile, data, env, cwd=root / "notebooks")

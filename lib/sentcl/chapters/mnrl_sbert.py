@@ -9,7 +9,7 @@ claims, MNRL against the softmax loss and each against the untouched encoder, mo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -19,6 +19,10 @@ from ..book.cost import run_steps
 from ..book.coverage import scored_sets
 from ..book.gpu_memory import MemoryRow, estimated
 from ..book.plan import Plan, PlannedStage, stage_name
+
+if TYPE_CHECKING:
+    from ..book.chapter import ChapterRun
+    from ..data.nli import NLIData
 
 NAME = "mnrl_sbert"
 TRAINING_ROWS = "mnrl_sbert_rows_cpu.json"
@@ -38,7 +42,7 @@ def plan(p: Mapping[str, Any]) -> Plan:
     """Every training the MNRL-SBERT notebook runs with parameters ``p``: per MNRL row and seed one epoch of the
     entailment pairs in batches of ``mnrl_batch_size``, per softmax row and seed one epoch of the labelled NLI rows
     in batches of ``softmax_batch_size`` (``train_pairs`` rows each where set; else the counts the data preparation
-    asserts), each from its family's base model (no upstream stage). Step names are
+    asserts), each from its family's base model (no upstream stage; :func:`build` builds one). Step names are
     ``benchmarks/mnrl_sbert_cost.py``'s (``"mnrl"``, ``"softmax"``)."""
     pairs = min(p["train_pairs"] or p["expected_entailment_pairs"], p["expected_entailment_pairs"])
     rows = min(p["train_pairs"] or p["expected_nli_rows"], p["expected_nli_rows"])
@@ -46,8 +50,55 @@ def plan(p: Mapping[str, Any]) -> Plan:
                   (f"softmax loss ({', '.join(p['softmax_rows'])})", p["softmax_rows"],
                    run_steps(rows, p["softmax_batch_size"], p["epochs"]), "softmax"))
     return Plan(NAME, [PlannedStage(what, name=training_stage(row, seed), steps=steps, step=step,
-                                    checkpoint_steps=p["checkpoint_steps"])
+                                    checkpoint_steps=p["checkpoint_steps"], args=(row, seed))
                        for what, trained, steps, step in objectives for row in trained for seed in p["seeds"]])
+
+
+def load_nli(run: ChapterRun) -> NLIData:
+    """The run's NLI train sets (``nli_datasets``), merged (:func:`sentcl.data.nli.prepare_nli`)."""
+    from ..data.nli import prepare_nli
+
+    return prepare_nli([run.load(*name.split("/")) for name in run.parameters["nli_datasets"]])
+
+
+def train(run: ChapterRun, nli: NLIData, row: str, seed: int):
+    """Fine-tune the encoder of ``row``'s family with its objective (MNRL, Eq. 1, for an MNRL row; SBERT's softmax
+    loss for a softmax row) and ``seed`` on that seed's subset of ``train_pairs`` rows of ``nli``, under the
+    planned stage :func:`training_stage` (cached: a rerun loads it). Returns (the model, its
+    :class:`~sentcl.training.TrainingResult`)."""
+    from ..data.records import subset
+    from ..losses import MultipleNegativesRankingLoss, SoftmaxLoss
+    from ..models import load_encoder
+    from ..training import NoDuplicatesBatchSampler, RandomBatchSampler, Trainer, TrainingConfig
+
+    p = run.parameters
+    objective = "mnrl" if row in p["mnrl_rows"] else "softmax"
+    family = p[f"{objective}_rows"][row]
+
+    def loss(model):
+        if objective == "mnrl":
+            return MultipleNegativesRankingLoss(model, scale=p["mnrl_scale"], similarity=p["mnrl_similarity"])
+        return SoftmaxLoss(model, num_labels=len(nli.label_names), concatenation=p["softmax_concatenation"],
+                           classifier_lr=p["softmax_classifier_lr"])
+
+    pairs = nli.entailment_pairs if objective == "mnrl" else nli.labelled_pairs
+    batch_size, sampler = p[f"{objective}_batch_size"], p[f"{objective}_batch_sampler"]
+    samplers = {"random": RandomBatchSampler, "no_duplicates": NoDuplicatesBatchSampler}
+    data = subset(pairs, p["train_pairs"], seed, "train_pairs")
+    config = TrainingConfig(
+        epochs=p["epochs"], batch_size=batch_size, learning_rate=p["learning_rate"], optimizer=p["optimizer"],
+        weight_decay=p["weight_decay"], scheduler="linear", warmup_ratio=p["warmup_ratio"], max_grad_norm=p["max_grad_norm"],
+        precision=p["precision"], seed=seed, checkpoint_steps=p["checkpoint_steps"] or None)
+    model = load_encoder(p["base_models"][family], pooling=p["pooling"], max_seq_length=p["max_seq_length"])
+    result = run.train(Trainer(model, loss, data, config, sampler=samplers[sampler](), name=f"{row} seed {seed}"),
+                       stage=training_stage(row, seed))
+    return model, result
+
+
+def build(run: ChapterRun, stage: PlannedStage) -> None:
+    """Build one planned stage (:func:`plan`) into the artifact cache, as the notebook would: a row's run of one seed."""
+    row, seed = stage.args
+    train(run, load_nli(run), row, seed)
 
 
 def data_needs(p: Mapping[str, Any]) -> dict:
@@ -125,8 +176,9 @@ CHAPTER = Chapter(
     measurement=Measurement(TRAINING_ROWS, "How the verdicts move with the training rows", training_rows_frame,
                             _training_rows_caption),
     plan=plan,
+    build=build,
     one_budget_row="MNRL",
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "FIGURES", "data_needs", "memory_rows", "plan", "training_rows_frame", "training_stage"]
+__all__ = ["CAPTIONS", "CHAPTER", "FIGURES", "data_needs", "build", "load_nli", "memory_rows", "plan", "train", "training_rows_frame", "training_stage"]
