@@ -15,10 +15,11 @@ from one step's end to the next (CUDA synchronised), the first ``--warmup`` left
 It also times re-encoding (what example-based shuffling does before every epoch) in sentences/s;
 the kNN part runs on the CPU (faiss; ``benchmarks/bsc_shuffling.py``) and is not timed here.
 
-The projection counts every training run the paper profile makes (:func:`paper_plan`, read from the
-profile and the registry: tasks, trained rows, batch, epochs, seeds, training pairs) at the measured
-step time, and adds the re-encoding before every epoch of the example-based rows and a dev
-evaluation per epoch (§5.2: best epoch on dev), at the measured encoding rate. ``--reproject FILE``
+The projection counts every training run the paper profile makes (:func:`paper_plan`: the chapter's plan of
+runs, :func:`sentcl.chapters.bsc.plan`, of the profile, with the registry's counts of the data it reads: tasks,
+trained rows, batch, epochs, seeds, training pairs) at the measured step time, and adds the texts those runs
+encode, the re-encoding before every epoch of the example-based rows and a dev evaluation per epoch (§5.2: best
+epoch on dev), at the measured encoding rate. ``--reproject FILE``
 recomputes a recorded result's projection from its own measurements (no GPU). Writes JSON to ``--out``::
 
     python benchmarks/bsc_gpu.py --out benchmarks/results/bsc_gpu_h100.json            # on the GPU
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import platform
 import random
 import tempfile
@@ -46,49 +46,29 @@ from sentcl.training import Callback
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB = ROOT / "data" / "tiny" / "vocab.txt"
 SEQ = 90
-UNTRAINED_ROWS = {"SimCSE (unsup.)"}  # scored without training
-EXAMPLE_BASED_ROWS = {"BSC", "BSC - positives", "BSC - 1-dim norm", "BSC - no norm", "Combo BSC + MSE",
-                      "Fine-tuning MSE with BSC"}  # re-encode the training set before every epoch (example-based shuffling)
-
-
 def paper_plan() -> dict[str, dict]:
-    """What the BSC notebook's paper profile trains, per task, read from the profile itself
-    (``notebooks/bsc.profiles.yaml`` over the notebook's defaults) and the registry's counts of the data
-    it reads: training pairs (the registry's judged pairs of a retrieval set, its rows otherwise; capped
-    by ``train_rows``; less the 10 % a ``"9:1"`` dev split holds out), batch, epochs, trained rows of its
-    table (the zero-shot row untrained), how many of them shuffle by examples, the seeds, and the texts
-    one dev evaluation encodes."""
+    """What the BSC notebook's paper profile trains, per task, from the chapter's plan of runs
+    (:func:`sentcl.chapters.bsc.plan` of the profile ``notebooks/bsc.profiles.yaml`` gives over the notebook's
+    defaults, with the registry's counts of the data it reads, :func:`sentcl.chapters.bsc.paper_sizes`): its
+    ``stages``, the plan's rows of the task counted (:meth:`sentcl.book.plan.Plan.counted`: runs, optimizer steps
+    and encoded texts per run), and what the projection's table shows of them: the training pairs and dev texts,
+    batch, epochs, seeds, trained rows (the zero-shot row untrained) and how many shuffle by examples."""
     from sentcl.book.parameters import chapter_profiles
-    from sentcl.data.registry import info
-
-    def size(name: str, share: float = 1.0) -> tuple[int, int]:
-        """(pairs, texts encoded to score them) of a registered "dataset/split", or of ``share`` of it: a
-        retrieval set's judged (query, document) pairs, and its queries with their candidates, or the
-        whole base every query ranks (PFCC-S's verified claims); a pair set's pairs and their two texts."""
-        dataset, split = name.split("/")
-        entry = info(dataset).splits[split]
-        if entry.judgements is not None:
-            pairs, queries = int(entry.judgements * share), int(entry.count * share)
-            shared_base = (entry.corpus or 0) > entry.judgements
-            return pairs, queries + (entry.corpus if shared_base else pairs)
-        return int(entry.count * share), 2 * int(entry.count * share)
+    from sentcl.chapters.bsc import paper_sizes, plan, training_what
 
     paper = chapter_profiles(ROOT / "notebooks" / "bsc.ipynb")["paper"]
-    plan = {}
+    sizes = paper_sizes(paper)
+    counted = plan(paper, sizes=sizes).counted()
+    seeds = len(paper["seeds"])
+    out = {}
     for task in paper["tasks"]:
-        pairs, _ = size(paper["train_data"][task])
-        pairs = min(pairs, paper["train_rows"].get(task, 0) or pairs)
-        if paper["dev_data"][task] == "9:1":  # the last tenth of the (capped) training data is the dev set
-            share = (pairs / size(paper["train_data"][task])[0]) / 10
-            dev_pairs, dev_texts = size(paper["train_data"][task], share)
-            pairs -= dev_pairs
-        else:
-            _, dev_texts = size(paper["dev_data"][task])
-        rows = [r for r in paper["rows"][task] if r not in UNTRAINED_ROWS]
-        plan[task] = {"pairs": pairs, "batch": paper["batch_size"][task], "epochs": paper["epochs"][task],
-                      "trained_rows": len(rows), "example_based_rows": len(EXAMPLE_BASED_ROWS & set(rows)),
-                      "seeds": len(paper["seeds"]), "dev_texts": dev_texts, "train_data": paper["train_data"][task]}
-    return plan
+        example = [s for s in counted if s.what == training_what(task, True)]
+        stages = [s for s in counted if s.what == training_what(task, False)] + example
+        out[task] = {"pairs": sizes[task].pairs, "batch": paper["batch_size"][task], "epochs": paper["epochs"][task],
+                     "trained_rows": sum(s.runs for s in stages) // seeds,
+                     "example_based_rows": sum(s.runs for s in example) // seeds, "seeds": seeds,
+                     "dev_texts": sizes[task].dev_texts, "train_data": paper["train_data"][task], "stages": stages}
+    return out
 
 
 class StepTimer(Callback):
@@ -180,9 +160,10 @@ def measure(args, batch: int, precision: str, seconds: float) -> dict:
 
 
 def project(measured: list[dict], precision: str, plan: dict[str, dict] | None = None) -> list[dict]:
-    """Hours of the paper profile's every training run (:func:`paper_plan`) at the measured step time of
-    the nearest measured batch size, plus re-encoding before every epoch of the example-based rows and
-    one dev evaluation per epoch of every trained row, at the measured encoding rate, plus the checkpoints
+    """Hours of the paper profile's every training run (:func:`paper_plan`: the chapter's plan, counted) at the
+    measured step time of the nearest measured batch size, plus the texts each run encodes (the plan's: both texts
+    of every training pair before every epoch of the example-based rows, one dev evaluation per epoch of every
+    trained row) at the measured encoding rate, plus the checkpoints
     each run writes on the trainer's cadence (:func:`sentcl.book.cost.checkpoints_per_run`) at the write
     rate ``benchmarks/checkpoint_write.py`` measured (:func:`sentcl.book.cost.measured_checkpoint_write`)."""
     from sentcl.book.cost import BERT_BASE_PARAMETERS, checkpoint_bytes, checkpoints_per_run, measured_checkpoint_write
@@ -193,13 +174,13 @@ def project(measured: list[dict], precision: str, plan: dict[str, dict] | None =
     rows = []
     for name, t in plan.items():
         m = by_batch.get(t["batch"]) or by_batch[min(by_batch, key=lambda b: abs(b - t["batch"]))]
-        runs = t["trained_rows"] * t["seeds"]
-        per_run = math.ceil(t["pairs"] / t["batch"]) * t["epochs"]
-        steps = per_run * runs
+        stages = t["stages"]
+        runs = sum(s.runs for s in stages)
+        steps = sum(s.runs * s.steps for s in stages)
         train_h = steps * m["step_s_median"] / 3600
-        reencode_h = t["pairs"] * 2 * t["example_based_rows"] * t["epochs"] * t["seeds"] / m["encode_sentences_per_s"] / 3600
-        dev_h = t["dev_texts"] * t["trained_rows"] * t["epochs"] * t["seeds"] / m["encode_sentences_per_s"] / 3600
-        checkpoints = runs * checkpoints_per_run(per_run, m["step_s_median"])
+        reencode_h = sum(s.runs * (s.sentences - s.evaluation_sentences) for s in stages) / m["encode_sentences_per_s"] / 3600
+        dev_h = sum(s.runs * s.evaluation_sentences for s in stages) / m["encode_sentences_per_s"] / 3600
+        checkpoints = sum(s.runs * checkpoints_per_run(s.steps, m["step_s_median"]) for s in stages)
         checkpoint_h = checkpoints * checkpoint_bytes(BERT_BASE_PARAMETERS) / write_rate / 3600
         rows.append({"task": name, "precision": precision, "training data": t["train_data"], "training pairs": t["pairs"],
                      "batch": t["batch"], "epochs": t["epochs"], "trained rows": t["trained_rows"], "seeds": t["seeds"],

@@ -174,6 +174,28 @@ def test_every_task_a_profile_leaves_out_says_why(profiles):
     assert set(profiles["demo"]["tasks"]) | set(profiles["demo"]["not_run_tasks"]) == set(profiles["paper"]["tasks"])
 
 
+def test_the_smoke_leaves_out_exactly_the_tasks_its_sample_data_lacks(profiles):
+    """The smoke runs on data/samples and leaves out, saying "data absent", the tasks whose training files are not
+    there (its plan of runs then names only what it trains): none it leaves out has its files there, and every task
+    it runs has."""
+    from sentcl.data.registry import load
+    from sentcl.errors import DataMissingError
+
+    smoke, samples = profiles["smoke"], NOTEBOOK.parents[1] / "data" / "samples"
+
+    def present(task_name: str) -> bool:
+        dataset, split = smoke["train_data"][task_name].split("/")
+        try:
+            load(dataset, split, data_dir=samples)
+        except DataMissingError:
+            return False
+        return True
+
+    for name, why in smoke["not_run_tasks"].items():
+        assert why == f"data absent ({smoke['train_data'][name]} is not in this run's data root)" and not present(name), name
+    assert all(present(name) or name in smoke["train_fallback"] for name in smoke["tasks"])
+
+
 def test_every_demo_model_trains_at_least_60_steps(profiles):
     """Issue 21: a trained model of the demo takes at least 60 optimizer steps (its health then says whether it moved)."""
     demo = profiles["demo"]

@@ -1,22 +1,25 @@
 """The BSC chapter (Chernyavskiy et al. 2022, batch-softmax contrastive loss): its title, its tables, the data
 each paper row needs, its GPU-memory rows (``benchmarks/results/bsc_gpu_h100.json``), and the measurement its
 demo rests on (``benchmarks/bsc_cqa_shuffle.py``: the demo on CQA-A only at several numbers of optimizer steps,
-and whether the paper's shuffle ablation, Table 2, is decided there).
-
-Its paper-profile plan of runs is counted by ``benchmarks/bsc_gpu.py`` (not here yet).
+and whether the paper's shuffle ablation, Table 2, is decided there), and its plan of runs (:func:`plan`: every
+training run of every task, row and seed, which the notebook trains through and ``benchmarks/bsc_gpu.py`` projects
+onto a GPU).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
 from ..book.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
 from ..book.chapter_spec import Chapter
+from ..book.cost import registry_count, run_steps
 from ..book.coverage import scored_sets
 from ..book.gpu_memory import MemoryRow, benchmark_record
+from ..book.plan import Plan, PlannedStage, stage_name
+from ..training.variants import VARIANTS, training_order
 
 NAME = "bsc"
 MEMORY_RECORD = "bsc_gpu_h100.json"
@@ -46,6 +49,101 @@ def task_columns(name: str, scored: str) -> dict[str, tuple[str, str]]:
     column's metric label), e.g. ``CQA-A MAP`` -> (``CQA-A-2016``, ``MAP``)."""
     table, pattern = TABLES[name]
     return {pattern.format(m=label): (scored, label) for label in COLUMNS[table]}
+
+
+class TaskSize(NamedTuple):
+    """What a task's training runs read: the training ``pairs`` each run trains on, and the ``dev_texts`` one
+    evaluation on its dev data encodes."""
+
+    pairs: int
+    dev_texts: int
+
+
+def _registry_size(name: str, share: float = 1.0) -> tuple[int, int]:
+    """(pairs, texts encoded to score them) of a registered "dataset/split", or of ``share`` of it: a retrieval
+    set's judged (query, document) pairs, and its queries with their candidates, or the whole base every query
+    ranks (PFCC-S's verified claims); a pair set's pairs and their two texts."""
+    from ..data.registry import info
+
+    dataset, split = name.split("/")
+    entry, count = info(dataset).splits[split], registry_count(name)
+    if entry.judgements is not None:
+        pairs, queries, corpus = int(entry.judgements * share), int(count * share), entry.corpus or 0
+        return pairs, queries + (corpus if corpus > entry.judgements else pairs)  # a base every query ranks, or its candidates
+    return int(count * share), 2 * int(count * share)
+
+
+def paper_sizes(p: Mapping[str, Any]) -> dict[str, TaskSize]:
+    """Per task of ``p``, its :class:`TaskSize` as the registry counts the paper's data ``p`` reads: the training
+    pairs (a retrieval set's judged pairs, a pair set's rows; capped at ``train_rows``; less the tenth a ``"9:1"``
+    dev split holds out) and the texts of its dev data (that tenth, or ``dev_data``'s share of at most
+    ``dev_max_queries`` queries or pairs)."""
+    sizes = {}
+    for task in p["tasks"]:
+        registered, _ = _registry_size(p["train_data"][task])
+        pairs = min(registered, p["train_rows"].get(task, 0) or registered)
+        if p["dev_data"][task] == "9:1":  # the last tenth of the (capped) training data is the dev set
+            dev_pairs, dev_texts = _registry_size(p["train_data"][task], pairs / registered / 10)
+            pairs -= dev_pairs
+        else:  # at most dev_max_queries of its queries (or pairs)
+            queries = registry_count(p["dev_data"][task])
+            cap = p["dev_max_queries"].get(task, 0) or queries
+            _, dev_texts = _registry_size(p["dev_data"][task], min(cap, queries) / queries)
+        sizes[task] = TaskSize(pairs, dev_texts)
+    return sizes
+
+
+def training_stage(task: str, row: str, seed: int) -> str:
+    """The artifact stage of ``row``'s training run on ``task`` with ``seed`` (its name in :func:`plan`)."""
+    return stage_name(NAME, task, row, "seed", seed)
+
+
+def training_what(task: str, example_based: bool) -> str:
+    """What :func:`plan` counts a training run of ``task`` as: the runs with example-based shuffling (which
+    re-encode the training rows before every epoch) apart from the others."""
+    return f"{task}: " + ("runs with example-based shuffling" if example_based else "other runs")
+
+
+def trained_rows(p: Mapping[str, Any], task: str) -> list[str]:
+    """The rows of ``task`` the notebook trains, in the order it trains them: its rows of the paper's tables but
+    the zero-shot one, each row whose model another fine-tunes before it (trained even where it is not a row)."""
+    out: list[str] = []
+    for row in training_order(p["rows"][task]):
+        start = VARIANTS[row].starts_from if row in VARIANTS else None
+        if start and start not in out:
+            out.append(start)
+        if row != ZERO_SHOT and row not in out:
+            out.append(row)
+    return out
+
+
+def plan(p: Mapping[str, Any], sizes: Mapping[str, TaskSize] | None = None) -> Plan:
+    """Every training run the BSC notebook makes with parameters ``p``: per task of ``tasks`` and trained row
+    (:func:`trained_rows`), one run per seed of ``epochs`` over the task's training pairs in batches of
+    ``batch_size``, with one dev evaluation per epoch where ``select_on_dev`` (its dev texts encoded), and, with
+    example-based shuffling, both texts of every training pair encoded before every epoch. A fine-tuning row's
+    run of seed k reads its starting row's run of seed k (under ``seed_summary`` "best on dev", the best of that
+    row's seeds: every one of them). ``sizes`` (task -> :class:`TaskSize`) are the data each task reads; None:
+    the registry's counts of the paper's data (:func:`paper_sizes`). Every row of a task is counted at its
+    training pairs (a row that trains on the positives only, or adds negatives, trains on fewer or more)."""
+    sizes = paper_sizes(p) if sizes is None else sizes
+    stages = []
+    for task in p["tasks"]:
+        pairs, dev_texts = sizes[task]
+        epochs = p["epochs"][task]
+        evaluations = epochs if p["select_on_dev"] else 0
+        for row in trained_rows(p, task):
+            variant = VARIANTS[row]
+            example = variant.batches == "example"
+            for seed in p["seeds"]:
+                start_seeds = [seed] if p["seed_summary"] == "mean" else p["seeds"]
+                upstream = tuple(training_stage(task, variant.starts_from, s) for s in start_seeds) if variant.starts_from else ()
+                stages.append(PlannedStage(
+                    training_what(task, example), name=training_stage(task, row, seed), upstream=upstream,
+                    steps=run_steps(pairs, p["batch_size"][task], epochs), step=f"batch {p['batch_size'][task]}",
+                    evaluations=evaluations, evaluation_sentences=evaluations * dev_texts,
+                    sentences=evaluations * dev_texts + (2 * pairs * epochs if example else 0)))
+    return Plan(NAME, stages)
 
 
 def data_needs(p: Mapping[str, Any]) -> dict:
@@ -133,8 +231,10 @@ CHAPTER = Chapter(
     needs=data_needs,
     measurement=Measurement(CQA_SHUFFLE, "Could the demo decide the shuffle ablation on CQA-A?", cqa_shuffle_frame,
                             _cqa_shuffle_caption),
+    plan=plan,
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "COLUMNS", "MAIN", "TABLES", "TASKS_OF", "ZERO_SHOT", "cqa_shuffle_frame", "data_needs",
-           "memory_rows", "task_columns"]
+__all__ = ["CAPTIONS", "CHAPTER", "COLUMNS", "MAIN", "TABLES", "TASKS_OF", "ZERO_SHOT", "TaskSize", "cqa_shuffle_frame",
+           "data_needs", "memory_rows", "paper_sizes", "plan", "task_columns", "trained_rows", "training_stage",
+           "training_what"]
