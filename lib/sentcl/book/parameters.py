@@ -297,7 +297,7 @@ def persistent_folder(value: str) -> Path:
         raise ConfigError(f"parameter {PERSISTENT} must be a folder or {COLAB_DRIVE!r}, got {value!r}")
     if value == COLAB_DRIVE:
         try:
-            from google.colab import drive  # type: ignore[import-not-found]
+            from google.colab import drive
         except ImportError:
             raise ConfigError(f"{PERSISTENT} {COLAB_DRIVE!r} mounts Google Drive, which only Colab can; "
                               "give a folder on persistent storage instead") from None
