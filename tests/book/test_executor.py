@@ -1,0 +1,123 @@
+"""sentcl reproduce --executor ray on a real local Ray cluster (no mock of Ray): the chapters' planned stages built as
+Ray tasks give the in-process smoke run's results, claims, geometry and training health, bit for bit, also when the
+worker of a training stage is killed with SIGKILL in the middle of it (Ray runs it again; it resumes from its
+checkpoint); a stage that raises is one line naming it, and the other stages are built.
+
+Each test runs the command the README's cluster section gives, with a local cluster (no --address)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from sentcl.book.executor import jobs, last_line
+from sentcl.book.layout import Layout
+from sentcl.book.parameters import shipped_parameters
+from sentcl.training.checkpoint import checkpoints
+
+CHAPTERS = ["mnrl_sbert"]
+"""The chapters whose stages a task builds (a Chapter.build): every one is run through Ray here."""
+pytestmark = pytest.mark.timeout(900)
+
+
+def reproduce(out: Path, *extra: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"} | {"SENTCL_CACHE": str(out.parent / "cache")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--only", *CHAPTERS, "--no-book",
+         "--out", str(out), "--executor", "ray", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def kill_a_training_stage(cache: Path, done: threading.Event, killed: list[str]) -> None:
+    """SIGKILL the Ray workers running stages once a training stage has written a complete checkpoint (a ``.partial``
+    folder under a stage of the cache holding one), once."""
+    while not done.is_set():
+        for partial in cache.glob("artifacts/*/.*.partial"):
+            if not checkpoints(partial):  # none complete yet
+                continue
+            workers = [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [""])[0].startswith("ray::_task")]
+            for worker in workers:
+                worker.send_signal(signal.SIGKILL)
+                killed.append(f"{partial.parent.name} (pid {worker.pid})")
+            if workers:
+                return
+        time.sleep(0.02)
+
+
+def csv_rows(path: Path) -> list[str]:
+    """A results-like file's lines without its run ids (each run has its own)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return frame.drop(columns=[c for c in ("run_id",) if c in frame]).to_csv(index=False).splitlines()
+
+
+def health(out: Path) -> dict[str, dict]:
+    found = {}
+    for path in Layout(out).records.glob("training-*.json"):
+        record = json.loads(path.read_text())
+        found[record["name"]] = record
+    return found
+
+
+def test_the_ray_executor_gives_the_in_process_numbers_also_after_a_killed_worker(smoke_book, tmp_path):
+    _project, book, status, output = smoke_book
+    assert status == 0, output[-3000:]
+    out = tmp_path / "out"
+    done, killed = threading.Event(), []
+    watcher = threading.Thread(target=kill_a_training_stage, args=(tmp_path / "cache", done, killed), daemon=True)
+    watcher.start()
+    proc = reproduce(out, "-p", "checkpoint_steps", "2")  # not in a run's key: the same runs, with checkpoints
+    log, _ = proc.communicate(timeout=800)
+    done.set()
+    assert proc.returncode == 0, log[-4000:]
+    assert killed, "no training stage was caught in the middle: nothing was killed\n" + log[-2000:]
+    lay, theirs = Layout(out), Layout(book)
+    for chapter in CHAPTERS:
+        for path, expected in ((lay.results(chapter), theirs.results(chapter)), (lay.claims(chapter), theirs.claims(chapter)),
+                               (lay.geometry(chapter), theirs.geometry(chapter))):
+            assert csv_rows(path) == csv_rows(expected), path.name
+    records, in_process = health(out), {n: r for n, r in health(book).items() if r["chapter"] in CHAPTERS}
+    assert sorted(records) == sorted(in_process) and records
+    for name, record in records.items():
+        assert record["health"] == in_process[name]["health"], name
+        assert record["config"]["built_by"].endswith(f"({record['device']})")  # the node and the device
+    resumed = [r for r in records.values() if r["config"].get("resumed_from_step")]
+    assert resumed, f"killed {killed}, but no stage resumed from a checkpoint"
+    assert "stages" in log and "mnrl_sbert" in log  # its progress bar
+
+
+def test_a_stage_that_raises_is_one_line_and_the_others_are_built(tmp_path):
+    out = tmp_path / "out"
+    proc = reproduce(out, "-p", "softmax_batch_sampler", "no-such-sampler")  # the softmax rows' stages raise
+    log, _ = proc.communicate(timeout=800)
+    assert proc.returncode == 1, log[-3000:]
+    failed = [line for line in log.splitlines() if line.startswith("sentcl: FAILED mnrl_sbert: stage")]
+    smoke = shipped_parameters("mnrl_sbert", "smoke")
+    assert len(failed) == len(smoke["softmax_rows"]) * len(smoke["seeds"]), log[-3000:]
+    assert all(".SBERT.seed." in line and "KeyError: 'no-such-sampler'" in line for line in failed), failed
+    built = {p.parent.name for p in (tmp_path / "cache" / "artifacts").glob("mnrl_sbert.*/*/manifest.json")}
+    assert built == {f"mnrl_sbert.MNRLSBERT.seed.{s}" for s in smoke["seeds"]}  # the MNRL stages were built and kept
+    assert not Layout(out).results("mnrl_sbert").exists()  # its notebook did not run on stages that failed
+
+
+def test_jobs_are_the_chapters_a_task_can_build_with_their_plans():
+    p = {"mnrl_sbert": shipped_parameters("mnrl_sbert", "smoke"), "ifcl": shipped_parameters("ifcl", "smoke")}
+    found = jobs(p)
+    assert [j.chapter for j in found] == CHAPTERS and found[0].plan.names == \
+        [f"mnrl_sbert.{row}.seed.{s}" for row in ("MNRLSBERT", "SBERT") for s in p["mnrl_sbert"]["seeds"]]
+
+
+def test_last_line_is_the_error_raised_in_the_worker():
+    err = RuntimeError("ray::_task() (pid=1, ip=10.0.0.1)\n  File \"x.py\", line 3, in f\n    raise KeyError\nKeyError: 'x'\n")
+    assert last_line(err) == "KeyError: 'x'"
+    assert last_line(RuntimeError("")) == "RuntimeError"
