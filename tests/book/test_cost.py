@@ -139,18 +139,24 @@ def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
 
 def test_the_geometry_paper_profile_counts_every_training_it_runs():
     """Two families x four methods x three seeds of one budget (the 314,315 entailment pairs in batches of 64), and per
-    family RCL's four entropy models, early-stopped no sooner than 4 windows of 500 steps."""
-    from sentcl.chapters.geometry import geometry_stages
+    family RCL's four entropy models, early-stopped no sooner than 4 windows of 500 steps; the rehearsal's two families
+    of one encoder (the tiny BERT) count its runs once, as its notebook trains them once."""
+    from sentcl.chapters.geometry import entropy_stage, plan, training_stage
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["paper"]
-    stages = {s.what.split(":")[0]: s for s in geometry_stages(paper)}
+    stages = {s.what.split(":")[0]: s for s in plan(paper).counted()}
     epoch = math.ceil(314_315 / 64)
     for method in ("MNRL", "BSC", "RCL", "IFCL"):
         assert (stages[method].runs, stages[method].steps) == (2 * 3, epoch)
     entropy = stages["RCL entropy models (Eq. 2), early-stopped"]
     assert (entropy.runs, entropy.steps, entropy.fewest_steps) == (2 * 4, epoch, 500 * 4)
-    rehearsal = {s.what.split(":")[0]: s for s in geometry_stages(parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["rehearsal"])}
-    assert rehearsal["MNRL"].steps == 50 and rehearsal["RCL entropy models (Eq. 2), early-stopped"].fewest_steps == 5 * 4
+    final = plan(paper)[training_stage("RCL", "roberta-base", 2)]
+    assert final.upstream == tuple(entropy_stage("roberta-base", phi) for phi in (0.01, 0.02, 0.03, 0.04))
+    rehearsal = parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["rehearsal"]
+    assert set(rehearsal["base_models"].values()) == {"tiny"} and len(rehearsal["base_models"]) == 2
+    counted = {s.what.split(":")[0]: s for s in plan(rehearsal).counted()}
+    assert counted["MNRL"].steps == 50 and counted["RCL entropy models (Eq. 2), early-stopped"].fewest_steps == 5 * 4
+    assert (counted["MNRL"].runs, counted["RCL entropy models (Eq. 2), early-stopped"].runs) == (3, 4)
 
 
 def test_checkpoints_per_run_follow_the_trainers_cadence():
