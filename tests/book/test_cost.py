@@ -78,11 +78,11 @@ def test_the_ifcl_paper_profile_counts_every_training_it_runs():
     trained Chinese row (SimCSE, IFCL) three seeds; one wiki1m epoch of 64 for the English rows, one epoch of the
     Chinese sets' sentences (both sides of 5,231 CNSD and 10,000 SimCLUE pairs) for the Chinese; STS-B dev every
     125 steps. Summed here by hand from the slides' setting."""
-    from sentcl.chapters.ifcl import ifcl_paper_projection, ifcl_stages
+    from sentcl.chapters.ifcl import ifcl_paper_projection, plan
 
     paper = parameters.chapter_profiles(IFCL_NOTEBOOK)["paper"]
     assert len(paper["seeds"]) == 3
-    stages = {s.what: s for s in ifcl_stages(paper)}
+    stages = {s.what: s for s in plan(paper).counted()}
     english, chinese = 1_000_000 // 64, math.ceil(2 * (5_231 + 10_000) / 64)
     assert (english, chinese) == (15_625, 476)
     runs = {(s.step, s.steps): s.runs for s in stages.values() if s.steps}
@@ -100,6 +100,22 @@ def test_the_ifcl_paper_profile_counts_every_training_it_runs():
     trained = (6 * english + 3 * chinese) * step["IFCL-BERT-base"] + 3 * english * step["IFCL-BERT-large"] \
         + (3 * english + 3 * chinese) * step["SimCSE-BERT-base"]
     assert projected["hours"] >= trained / 3600 > 10  # at least the training steps: ten hours and more
+
+
+def test_the_ifcl_plan_names_every_run_it_counts():
+    """Every trained row and seed is one named stage (English and Chinese tables apart), counted as before by measured
+    step, length and dev set; the smoke profile's Chinese SimCSE runs, which match the English ones' step and length
+    but not their dev set, say "(Chinese)" (two rows of one label before)."""
+    from sentcl.chapters.ifcl import plan, training_stage
+
+    smoke = parameters.shipped_parameters("ifcl", "smoke")
+    trained = [(row, False) for row in smoke["english_rows"]] + [
+        (row, True) for row, method in smoke["chinese_rows"].items() if method != "untouched"]
+    assert sorted(plan(smoke).names) == sorted(training_stage(row, seed, chinese) for row, chinese in trained
+                                               for seed in smoke["seeds"])
+    assert training_stage("SimCSE-BERT (◇)", 1, chinese=True) == "ifcl.chinese.SimCSE-BERT.seed.1"
+    whats = [s.what for s in plan(smoke).counted()]
+    assert len(set(whats)) == len(whats) and "SimCSE-BERT-base (Chinese): 2 runs of 6 steps" in whats
 
 
 def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
@@ -123,18 +139,24 @@ def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
 
 def test_the_geometry_paper_profile_counts_every_training_it_runs():
     """Two families x four methods x three seeds of one budget (the 314,315 entailment pairs in batches of 64), and per
-    family RCL's four entropy models, early-stopped no sooner than 4 windows of 500 steps."""
-    from sentcl.chapters.geometry import geometry_stages
+    family RCL's four entropy models, early-stopped no sooner than 4 windows of 500 steps; the rehearsal's two families
+    of one encoder (the tiny BERT) count its runs once, as its notebook trains them once."""
+    from sentcl.chapters.geometry import entropy_stage, plan, training_stage
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["paper"]
-    stages = {s.what.split(":")[0]: s for s in geometry_stages(paper)}
+    stages = {s.what.split(":")[0]: s for s in plan(paper).counted()}
     epoch = math.ceil(314_315 / 64)
     for method in ("MNRL", "BSC", "RCL", "IFCL"):
         assert (stages[method].runs, stages[method].steps) == (2 * 3, epoch)
     entropy = stages["RCL entropy models (Eq. 2), early-stopped"]
     assert (entropy.runs, entropy.steps, entropy.fewest_steps) == (2 * 4, epoch, 500 * 4)
-    rehearsal = {s.what.split(":")[0]: s for s in geometry_stages(parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["rehearsal"])}
-    assert rehearsal["MNRL"].steps == 50 and rehearsal["RCL entropy models (Eq. 2), early-stopped"].fewest_steps == 5 * 4
+    final = plan(paper)[training_stage("RCL", "roberta-base", 2)]
+    assert final.upstream == tuple(entropy_stage("roberta-base", phi) for phi in (0.01, 0.02, 0.03, 0.04))
+    rehearsal = parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["rehearsal"]
+    assert set(rehearsal["base_models"].values()) == {"tiny"} and len(rehearsal["base_models"]) == 2
+    counted = {s.what.split(":")[0]: s for s in plan(rehearsal).counted()}
+    assert counted["MNRL"].steps == 50 and counted["RCL entropy models (Eq. 2), early-stopped"].fewest_steps == 5 * 4
+    assert (counted["MNRL"].runs, counted["RCL entropy models (Eq. 2), early-stopped"].runs) == (3, 4)
 
 
 def test_checkpoints_per_run_follow_the_trainers_cadence():

@@ -77,6 +77,29 @@ def test_each_method_trains_with_its_own_loss_on_the_same_budget(pairs, sts):
     assert not again.result.trained and again.stages == runs["RCL"].stages
 
 
+@pytest.mark.slow
+def test_runs_are_built_under_the_stage_names_given(pairs, tmp_path, monkeypatch):
+    """stage= names the method's run, entropy_stage(phi) RCL's entropy models: through a chapter's train (stage=)
+    and through the default Trainer.train_cached (stage_name=); the stores keep their own stage name."""
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path))
+    names = []
+
+    def train(trainer, stage=None):
+        names.append(stage)
+        return trainer.train_cached(stage_name=stage)
+
+    settings = MethodSettings(phis=(0.01, 0.02), entropy_steps=2)
+    rcl = train_method("RCL", lambda: tiny_model(0), pairs, config(), settings, train=train, stage="ch.RCL.seed.0",
+                       entropy_stage=lambda phi: f"ch.entropy.{phi:g}")
+    assert names == ["ch.entropy.0.01", "ch.entropy.0.02", "ch.RCL.seed.0"]
+    assert rcl.result.output_dir.parent.name == "ch.RCL.seed.0"
+    assert [r.output_dir.parent.name for r in rcl.upstream] == ["ch.entropy.0.01", "ch.entropy.0.02"]
+    mnrl = train_method("MNRL", lambda: tiny_model(0), pairs, config(), settings, stage="ch.MNRL.seed.0")
+    assert mnrl.result.output_dir.parent.name == "ch.MNRL.seed.0"
+    built = {p.name for p in (tmp_path / "artifacts").iterdir()}
+    assert built == {"ch.entropy.0.01", "ch.entropy.0.02", "augmented-embeddings", "ch.RCL.seed.0", "ch.MNRL.seed.0"}
+
+
 def test_stage_seconds_leave_out_geometry_measuring(tmp_path):
     (tmp_path / "artifact.json").write_text(json.dumps({"build_time_s": 10.0}))
     assert stage_seconds(tmp_path) == 10.0

@@ -1,17 +1,18 @@
 """The geometry chapter (ours: no paper values): alignment, uniformity and anisotropy of every model, and the
 four methods trained under one budget. Its title, its tables (:func:`equal_budget_columns`), its GPU-memory rows (estimates, beside RCL's nearest
-measurement), and its plan of runs (:func:`geometry_stages`: counts only, no GPU record).
+measurement), and its plan of runs (:func:`plan`: no GPU record).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..book.chapter_spec import Chapter
-from ..book.cost import Stage, run_steps
+from ..book.cost import run_steps
 from ..book.gpu_memory import MemoryRow, chapter_rows, estimated
-from ..book.plan import Plan
+from ..book.plan import Plan, PlannedStage, stage_name
 from . import rcl
 
 NAME = "geometry"
@@ -33,21 +34,51 @@ def equal_budget_columns(sts_tasks: Sequence[str], retrieval_task: str) -> dict[
             RETRIEVAL_TABLE: {f"{retrieval_task} {m.label}": (retrieval_task, m.label) for m in task(retrieval_task).metrics}}
 
 
-def geometry_stages(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> list[Stage]:
-    """Every training the geometry notebook runs with parameters ``p``: per family, method and seed one run of
-    one budget (``train_rows`` pairs, else ``pairs``; IFCL trains on the distinct premises of the same pairs,
-    at most as many), and per family RCL's entropy models (trained once, shared by the seeds), early-stopped
-    between the earliest stop of their patience and the whole budget."""
+def training_stage(method: str, model: str, seed: int) -> str:
+    """The artifact stage of ``method``'s run (RCL: its final model) from the encoder ``model`` with ``seed`` (its
+    name in :func:`plan`): named by the encoder, not the family, so that two families of one encoder (the
+    rehearsal's tiny BERT for both) share the run, trained once."""
+    return stage_name(NAME, method, model, "seed", seed)
+
+
+def entropy_stage(model: str, phi: float) -> str:
+    """The artifact stage of RCL's entropy model at ``phi`` from the encoder ``model`` (its name in :func:`plan`;
+    trained with the entropy seed, shared by every seed of the final model)."""
+    return stage_name(NAME, "RCL-entropy", model, "phi", f"{phi:g}")
+
+
+def stage_names(method: str, model: str, seed: int) -> dict[str, Any]:
+    """The stage names :func:`sentcl.training.comparison.train_method` takes for ``method``'s run from ``model`` with
+    ``seed``: its own (``stage``) and, read by RCL alone, its entropy models' (``entropy_stage``)."""
+    return {"stage": training_stage(method, model, seed), "entropy_stage": functools.partial(entropy_stage, model)}
+
+
+def plan(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> Plan:
+    """Every training the geometry notebook runs with parameters ``p``: per encoder, seed and method one run of one
+    budget (``train_rows`` pairs, else ``pairs``; IFCL trains on the distinct premises of the same pairs, at most
+    as many; :func:`training_stage`), and per encoder RCL's entropy models (:func:`entropy_stage`: trained once,
+    shared by the seeds, read by every final RCL run), early-stopped between the earliest stop of their patience
+    and the whole budget. Counted per family and seed, where two families of one encoder count its runs once (the
+    notebook trains them once). RCL's augmented-embedding stores are not named here: they are built under
+    :func:`sentcl.training.entropy_models.augmented_store`'s own stage name, which takes no name yet."""
     from ..training.comparison import METHODS, MethodSettings
 
     rows = min(p["train_rows"] or pairs, pairs)
     steps = run_steps(rows, p["batch_size"], p["epochs"], p["max_steps"])
     entropy = min(steps, p["rcl_entropy_max_steps"] or steps)
     earliest = min(entropy, p["rcl_early_stopping_window"] * (MethodSettings().patience + 1))
-    families, seeds = len(p["base_models"]), len(p["seeds"])
-    return [Stage(f"{method}: every family and seed", families * seeds, steps, method) for method in METHODS] + [
-        Stage("RCL entropy models (Eq. 2), early-stopped: every family", families * len(p["rcl_phis"]), entropy,
-              "RCL entropy", earliest)]
+    stages: list[PlannedStage] = []
+    for model in dict.fromkeys(p["base_models"].values()):
+        entropy_models = tuple(entropy_stage(model, phi) for phi in p["rcl_phis"])
+        for seed in p["seeds"]:
+            for method in METHODS:
+                if method == "RCL" and seed == p["seeds"][0]:  # built with the first seed's RCL run
+                    stages += [PlannedStage("RCL entropy models (Eq. 2), early-stopped: every family", 1, entropy,
+                                            "RCL entropy", earliest, name=name) for name in entropy_models]
+                stages.append(PlannedStage(f"{method}: every family and seed", 1, steps, method,
+                                           name=training_stage(method, model, seed),
+                                           upstream=entropy_models if method == "RCL" else ()))
+    return Plan(NAME, stages)
 
 
 def memory_rows(paper: Mapping[str, Any]) -> list[MemoryRow]:
@@ -73,10 +104,11 @@ CHAPTER = Chapter(
     memory=memory_rows,
     memory_note=nearest_measurement,
     own=True,
-    plan=lambda p: Plan.counting(NAME, geometry_stages(p)),
+    plan=plan,
     one_budget=True,
 )
 
 
-__all__ = ["CHAPTER", "CORRELATION_TABLE", "GEOMETRY_PAPER_PAIRS", "RETRIEVAL_TABLE", "STS_TABLE", "equal_budget_columns",
-           "geometry_stages", "memory_rows", "nearest_measurement"]
+__all__ = ["CHAPTER", "CORRELATION_TABLE", "GEOMETRY_PAPER_PAIRS", "RETRIEVAL_TABLE", "STS_TABLE", "entropy_stage",
+           "equal_budget_columns", "memory_rows", "nearest_measurement", "plan", "stage_names",
+           "training_stage"]

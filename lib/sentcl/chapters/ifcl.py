@@ -1,5 +1,5 @@
 """The IFCL chapter (Xiao et al. 2023, identical and fraternal twins): its title, the data each row of the
-slides' tables needs, its GPU-memory rows, its plan of runs (:func:`ifcl_stages`, projected by
+slides' tables needs, its GPU-memory rows, its plan of runs (:func:`plan`, projected by
 :func:`ifcl_paper_projection` from ``benchmarks/results/ifcl_gpu_h100.json``), and the measurement its demo
 setting rests on (``benchmarks/ifcl_demo_setting.py``: each method's loss terms at the start and the end of the
 same short run on the demo's stand-in, with the slides' twins and with twins from NLI entailment pairs).
@@ -17,7 +17,6 @@ from ..book.chapter_spec import Chapter
 from ..book.cost import (
     BERT_BASE_PARAMETERS,
     BERT_LARGE_PARAMETERS,
-    Stage,
     measured_checkpoint_write,
     projection,
     registry_count,
@@ -26,7 +25,7 @@ from ..book.cost import (
 )
 from ..book.coverage import scored_sets
 from ..book.gpu_memory import MemoryRow, benchmark_record
-from ..book.plan import Plan
+from ..book.plan import Plan, PlannedStage, stage_name
 from ..book.results import paper_values
 
 NAME = "ifcl"
@@ -40,41 +39,55 @@ def ifcl_step(size: str, method: str) -> str:
     return f"{'SimCSE' if method == 'simcse' else 'IFCL'}-BERT-{size}"
 
 
-def ifcl_stages(p: Mapping[str, Any]) -> list[Stage]:
-    """Every training and encoding the IFCL notebook runs with parameters ``p``, as :class:`Stage` rows: per
-    English row and seed one run over the training sentences (the registry's count of ``train_dataset``, or
-    ``train_sentences``), per trained Chinese row and seed one run over the
-    Chinese training sentences (both sides of every pair: at most that many distinct ones), grouped by the
-    measured step they run (:func:`ifcl_step`; the Chinese BERT is BERT-base's architecture); each run's
-    STS-B dev evaluation every ``eval_steps`` steps; every row and seed scored on the STS test sets. Table 4's
-    mutual information (a few thousand sentences per row) is left out."""
+def training_stage(row: str, seed: int, chinese: bool = False) -> str:
+    """The artifact stage of a trained row's run with ``seed`` (its name in :func:`plan`): the English table's
+    rows under ``english``, the Chinese table's under ``chinese`` (the two tables may share a row's name)."""
+    return stage_name(NAME, "chinese" if chinese else "english", row, "seed", seed)
+
+
+def plan(p: Mapping[str, Any]) -> Plan:
+    """Every training and encoding the IFCL notebook runs with parameters ``p``: per English row and seed one run
+    over the training sentences (the registry's count of ``train_dataset``, or ``train_sentences``), per trained
+    Chinese row and seed one run over the Chinese training sentences (both sides of every pair: at most that many
+    distinct ones), each from its encoder (no upstream stage; :func:`training_stage`), counted together by the
+    measured step they run (:func:`ifcl_step`; the Chinese BERT is BERT-base's architecture), their length and
+    their dev set's size (Chinese runs that differ from English ones by their dev set alone say "(Chinese)"); each
+    run's dev evaluation (STS-B, Chinese STS-B) every ``eval_steps`` steps; every row and seed
+    scored on the STS test sets (unnamed: not in the artifact cache). Table 4's mutual information (a few
+    thousand sentences per row) is left out."""
     english = registry_count(p["train_dataset"])
     chinese = 2 * sum(registry_count(name) for name in p["chinese_train_datasets"])
     english, chinese = (min(n, p["train_sentences"] or n) for n in (english, chinese))
-    runs: dict[tuple[str, int, int], int] = {}  # (measured step, steps, dev sentences per evaluation) -> runs
-    for size, method in p["english_rows"].values():
+    runs: dict[tuple[str, int, int], list[tuple[str, bool]]] = {}  # (step, steps, dev sentences) -> (stage, Chinese?)
+    for row, (size, method) in p["english_rows"].items():
         key = (ifcl_step(size, method), run_steps(english, p["batch_size"], p["epochs"], p["max_steps"]),
                2 * (p["dev_max_pairs"] or registry_count("stsbenchmark/dev")))
-        runs[key] = runs.get(key, 0) + len(p["seeds"])
-    for method in p["chinese_rows"].values():
+        runs.setdefault(key, []).extend((training_stage(row, seed), False) for seed in p["seeds"])
+    for row, method in p["chinese_rows"].items():
         if method != "untouched":
             key = (ifcl_step("base", method), run_steps(chinese, p["batch_size"], p["epochs"], p["max_steps"]),
                    2 * (p["dev_max_pairs"] or registry_count("cnsd_stsb/dev")))
-            runs[key] = runs.get(key, 0) + len(p["seeds"])
-    evaluations = {steps: steps // p["eval_steps"] if p["eval_steps"] else 0 for (_, steps, _) in runs}
-    stages = [Stage(f"{step}: {n} runs of {steps:,} steps", n, steps, step, sentences=evaluations[steps] * dev,
-                    evaluations=evaluations[steps], evaluation_sentences=evaluations[steps] * dev,
-                    parameters=BERT_LARGE_PARAMETERS if step.endswith("large") else BERT_BASE_PARAMETERS,
-                    checkpoint_steps=p["checkpoint_steps"])
-              for (step, steps, dev), n in runs.items()]
+            runs.setdefault(key, []).extend((training_stage(row, seed, chinese=True), True) for seed in p["seeds"])
+    what = {key: f"{key[0]}: {len(named)} runs of {key[1]:,} steps" for key, named in runs.items()}
+    for key, named in runs.items():  # the Chinese runs of an English row's step and length, but another dev set
+        if list(what.values()).count(what[key]) > 1 and all(chinese for _, chinese in named):
+            what[key] = f"{key[0]} (Chinese): {len(named)} runs of {key[1]:,} steps"
+    stages = []
+    for (step, steps, dev), named in runs.items():
+        evaluations = steps // p["eval_steps"] if p["eval_steps"] else 0
+        stages += [PlannedStage(what[step, steps, dev], 1, steps, step, sentences=evaluations * dev,
+                                evaluations=evaluations, evaluation_sentences=evaluations * dev,
+                                parameters=BERT_LARGE_PARAMETERS if step.endswith("large") else BERT_BASE_PARAMETERS,
+                                checkpoint_steps=p["checkpoint_steps"], name=name)
+                   for name, _ in named]
     english_scored = len(p["english_rows"]) * len(p["seeds"]) + len(p["first_last_avg_rows"])
-    stages.append(Stage("English STS test sets: every row and seed scored", english_scored,
-                        sentences=scored_sentences(p["sts_tasks"], p["sts_max_pairs"])))
+    stages.append(PlannedStage("English STS test sets: every row and seed scored", english_scored,
+                               sentences=scored_sentences(p["sts_tasks"], p["sts_max_pairs"])))
     if p["chinese_rows"]:
         chinese_scored = sum(1 if m == "untouched" else len(p["seeds"]) for m in p["chinese_rows"].values())
-        stages.append(Stage("Chinese STS test sets: every row and seed scored", chinese_scored,
-                            sentences=scored_sentences(p["chinese_tasks"], p["chinese_max_pairs"])))
-    return stages
+        stages.append(PlannedStage("Chinese STS test sets: every row and seed scored", chinese_scored,
+                                   sentences=scored_sentences(p["chinese_tasks"], p["chinese_max_pairs"])))
+    return Plan(NAME, stages)
 
 
 def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,7 +99,7 @@ def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     paper = shipped_parameters(NAME)
     steps = {r["model"]: r["step_s_median"] for r in measured["table"]}
     rate = min(3000 / r["evaluation_3000_sentences_s"] for r in measured["table"])
-    stages = ifcl_stages(paper)
+    stages = plan(paper).counted()
     result = projection([s for s in stages if not s.step or s.step in steps], steps, rate,
                         measured_checkpoint_write()["bytes_per_s"])
     result["not measured"] = [s.what for s in stages if s.step and s.step not in steps]
@@ -153,9 +166,9 @@ CHAPTER = Chapter(
     needs=data_needs,
     measurement=Measurement(DEMO_SETTING, "Which setting leaves the objective something to learn", ifcl_setting_frame,
                             _ifcl_setting_caption),
-    plan=lambda p: Plan.counting(NAME, ifcl_stages(p)),
+    plan=plan,
 )
 
 
-__all__ = ["CHAPTER", "data_needs", "ifcl_paper_projection", "ifcl_setting_frame", "ifcl_stages", "ifcl_step",
-           "memory_rows"]
+__all__ = ["CHAPTER", "data_needs", "ifcl_paper_projection", "ifcl_setting_frame", "ifcl_step", "memory_rows", "plan",
+           "training_stage"]

@@ -28,12 +28,13 @@ counts only the part after the resume.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sentence_transformers import SentenceTransformer
 
+from sentcl.artifacts import ArtifactCache
 from sentcl.data.augmentation import fusion_twins
 from sentcl.data.records import TrainingData
 from sentcl.errors import ConfigError, check_choice
@@ -41,7 +42,15 @@ from sentcl.io import read_json
 from sentcl.losses import BatchSoftmaxContrastiveLoss, IFCLLoss, MultipleNegativesRankingLoss
 from sentcl.training.callbacks import Callback
 from sentcl.training.config import TrainingConfig
-from sentcl.training.entropy_models import LoadModel, Train, augment, train_final_model
+from sentcl.training.entropy_models import (
+    Augmentation,
+    LoadModel,
+    Train,
+    augment,
+    augmented_store,
+    train_entropy_model,
+    train_final_model,
+)
 from sentcl.training.samplers import NoDuplicatesBatchSampler
 from sentcl.training.shuffling import ExampleBasedShuffler
 from sentcl.training.trainer import Trainer, TrainingResult
@@ -137,10 +146,17 @@ def train_method(
     train: Train | None = None,
     callbacks: Sequence[Callback] = (),
     name: str | None = None,
+    stage: str | None = None,
+    entropy_stage: Callable[[float], str] | None = None,
 ) -> MethodRun:
     """Train ``method`` from ``load_base()`` on ``pairs`` with ``config`` (cached, resumable, through
     ``train``: default :meth:`Trainer.train_cached`, a chapter passes its run-recording ``train``);
-    ``callbacks`` go to the run of the final model. Returns the model and its cost per stage."""
+    ``callbacks`` go to the run of the final model. Returns the model and its cost per stage.
+
+    ``stage``: the artifact stage name of the method's (final) run, and for RCL ``entropy_stage(phi)`` that of
+    each entropy model (None: the cache's default ``"train"``); a ``train`` given with names takes each as
+    ``stage=`` (:meth:`sentcl.book.chapter.ChapterRun.train`). RCL's augmented-embedding stores keep
+    :func:`~sentcl.training.entropy_models.augmented_store`'s stage name."""
     check_choice("method", method, METHODS)
     if len(pairs.columns) != 2 or pairs.labels is not None:
         raise ConfigError(f"{pairs.name}: the methods train on unlabelled (query, index) pairs, got columns "
@@ -153,22 +169,51 @@ def train_method(
         entropy_config = replace(config, seed=settings.entropy_seed, warmup_ratio=settings.entropy_warmup_ratio,
                                  max_steps=settings.entropy_steps or config.max_steps, eval_steps=None,
                                  eval_fraction=None, metric_for_best=None)
-        augmented = augment(load_base, pairs, settings.phis, entropy_config, scale=settings.scale,
-                            patience=settings.patience, window=settings.window, sampler=NoDuplicatesBatchSampler,
-                            train=train, show_progress=False)
+        if entropy_stage is None:
+            augmented = augment(load_base, pairs, settings.phis, entropy_config, scale=settings.scale,
+                                patience=settings.patience, window=settings.window, sampler=NoDuplicatesBatchSampler,
+                                train=train, show_progress=False)
+        else:  # augment's stages, each entropy model under its own name
+            augmented = _augment_named(load_base, pairs, entropy_config, settings, train, entropy_stage)
         for phi in augmented.phis:
             stages[f"entropy model φ={phi:g}"] = stage_seconds(augmented.results[phi].output_dir)
             stages[f"store φ={phi:g}"] = stage_seconds(augmented.stores[phi].path)
         upstream = [augmented.results[phi] for phi in augmented.phis]
         model, result = train_final_model(load_base, pairs, augmented.stores_for(augmented.phis), config,
                                           scale=settings.scale, regulator_scale=settings.regulator_scale,
-                                          sampler=NoDuplicatesBatchSampler(), train=train, callbacks=callbacks, name=name)
+                                          sampler=NoDuplicatesBatchSampler(), train=_under(train, stage),
+                                          callbacks=callbacks, name=name)
     else:
         model = load_base()
         data, loss, sampler = _setup(method, pairs, config, settings)
-        result = train(Trainer(model, loss, data, config, sampler=sampler, callbacks=callbacks, name=name))
+        result = _under(train, stage)(Trainer(model, loss, data, config, sampler=sampler, callbacks=callbacks, name=name))
     stages["training"] = stage_seconds(result.output_dir)
     return MethodRun(method, config.seed, model, result, stages, upstream)
+
+
+def _under(train: Callable[..., TrainingResult], stage: str | None) -> Train:
+    """``train`` building its run under the artifact stage ``stage`` (None: ``train`` itself)."""
+    if stage is None:
+        return train
+    if train is Trainer.train_cached:
+        return lambda trainer: trainer.train_cached(stage_name=stage)
+    return lambda trainer: train(trainer, stage=stage)
+
+
+def _augment_named(load_base: LoadModel, pairs: TrainingData, config: TrainingConfig, settings: MethodSettings,
+                   train: Callable[..., TrainingResult], entropy_stage: Callable[[float], str]) -> Augmentation:
+    """:func:`~sentcl.training.entropy_models.augment` with each entropy model trained under the stage
+    ``entropy_stage(phi)`` (the same runs and stores, in the same order)."""
+    phis = [float(p) for p in settings.phis]
+    if len(set(phis)) != len(phis):
+        raise ConfigError(f"the phis must be distinct, got {phis}")
+    out = Augmentation(phis, {}, {}, {})
+    for phi in phis:
+        out.models[phi], out.results[phi] = train_entropy_model(
+            load_base, pairs, phi, config, scale=settings.scale, patience=settings.patience, window=settings.window,
+            sampler=NoDuplicatesBatchSampler(), train=_under(train, entropy_stage(phi)))
+        out.stores[phi] = augmented_store(out.models[phi], pairs, cache=ArtifactCache(), show_progress=False)
+    return out
 
 
 def _setup(method: str, pairs: TrainingData, config: TrainingConfig, settings: MethodSettings) -> tuple:
