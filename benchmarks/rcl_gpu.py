@@ -15,8 +15,8 @@ seconds (after 3 warm-up steps) with ``Trainer.train`` and a callback timing eve
 texts into an fp16 store (``write_store``), timed against plain encoding of the same texts.
 
 Projection: every training and encoding the RCL chapter's paper profile runs, counted from its
-parameters by :func:`sentcl.chapters.rcl.rcl_stages` (5 entropy models, early-stopped between their earliest
-stop and one epoch; their stores and the control's; the 60 final models of Tables 1, 3, 4 and 5 over 5
+parameters by its plan of runs (:func:`sentcl.chapters.rcl.plan`: 5 entropy models, early-stopped between their
+earliest stop and one epoch; their stores and the control's; the 60 final models of Tables 1, 3, 4 and 5 over 5
 seeds and the control, each evaluated on STS-B dev every 10 %; every row and seed scored on the STS test
 sets; Table 2's 5 folds on FAQIR and COUGH), times the measured step times and encoding rate
 (:func:`sentcl.chapters.rcl.rcl_paper_projection`). ``--project-only`` recomputes the projection of a
@@ -151,7 +151,7 @@ def store_throughput(model, texts: list[str], device: str, work: Path) -> dict:
 ASSUMPTIONS = [
     "random weights: step time and memory do not depend on weight values",
     "synthetic texts with NLI-like token lengths (queries 20 +- 8, indexes/negatives 11 +- 4 tokens)",
-    "the paper profile's counts (sentcl.chapters.rcl.rcl_stages): 4,968 steps of 64 per epoch (issue 23), "
+    "the paper profile's counts (its plan of runs, sentcl.chapters.rcl.plan): 4,968 steps of 64 per epoch (issue 23), "
     "entropy models early-stopped between 3 windows of 500 steps after the first (2,000 steps) and one epoch, "
     "60 final models of one epoch each evaluated 10 times on STS-B dev (3,000 sentences), 71 scored rows x seeds, "
     "Table 2's 5 folds on FAQIR (4,133 pairs) and COUGH (7,117), 3 epochs each with dev MAP every 10 %",

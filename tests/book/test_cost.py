@@ -11,7 +11,22 @@ import pytest
 
 from sentcl.book import parameters
 from sentcl.book.cost import projection, run_steps
-from sentcl.chapters.rcl import PAPER_SIZES, measured_step, rcl_paper_projection, rcl_stages
+from sentcl.chapters.rcl import (
+    CONTROL_RUN,
+    ENTROPY_RUN,
+    EQ1_RUN,
+    PAPER_SIZES,
+    RCL_RUN,
+    STORE_RUN,
+    dropout_run,
+    entropy_stage,
+    faq_stage,
+    final_stage,
+    measured_step,
+    plan,
+    rcl_paper_projection,
+    store_stage,
+)
 from sentcl.paths import benchmark_result
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "rcl.ipynb"
@@ -26,8 +41,8 @@ def test_the_paper_profile_counts_every_training_it_runs(paper):
     """5 entropy models; per seed Eq. 1, RCL and the control; per baseline seed attention dropout 0.1-0.3 (0.1 is the
     encoders' own rate: the Eq. 1 run of that seed, trained once), DropHead 0.1-0.3 and Table 4's 2, 4, 6 and 10
     regulators; every row and seed scored; per FAQ bank and fold the initial model, 5 distinct baselines, 4 entropy
-    models and the final model."""
-    stages = rcl_stages(paper)
+    models and their stores and the final model."""
+    stages = plan(paper).counted()
     by = {s.what: s for s in stages}
     seeds, baseline_seeds = len(paper["seeds"]), len(paper["baseline_seeds"])
     assert (seeds, baseline_seeds, len(paper["phis"])) == (5, 5, 5)
@@ -46,6 +61,7 @@ def test_the_paper_profile_counts_every_training_it_runs(paper):
     assert by["stores: every query and index, and the base's for the control"].runs == 6
     faq = [s for s in stages if s.what.startswith(("faqir", "cough")) and s.steps]
     assert sum(s.runs for s in faq) == 2 * 5 * (1 + 5 + 4 + 1)
+    assert by["faqir: stores, per fold"].runs == by["cough: stores, per fold"].runs == 5 * 4
     faqir_train = round(4133 * 4 / 5 * 0.9)
     assert by["faqir: initial and baseline models (Eq. 1), per fold"].steps == 3 * math.ceil(faqir_train / 64)
     # the total, by hand: every run's steps at one second each, every sentence at 1,000 a second
@@ -55,6 +71,45 @@ def test_the_paper_profile_counts_every_training_it_runs(paper):
     sentences = sum(s.runs * s.sentences for s in stages)
     assert hours["hours"] == pytest.approx((steps + sentences / 1000) / 3600, abs=0.01)
     assert hours["hours"] - hours["hours_fewest"] == pytest.approx(5 * (4968 - 2000) / 3600, abs=0.01)
+
+
+def test_the_paper_plan_names_each_run_once_after_what_it_reads(paper):
+    """The RCL plan names every artifact its notebook builds: per φ an entropy model and its store (after it), the
+    base's store (the control's), per row and seed one final model after the stores it reads (attention dropout at
+    the encoders' own 0.1 is the Eq. 1 run of that seed: no stage of its own), and per FAQ bank and fold the initial
+    model, the distinct baselines, the entropy models (from the initial model) and their stores, and the final model."""
+    planned = plan(paper)
+    assert [n for n in planned.names if n.startswith("rcl.entropy.")] == [entropy_stage(phi) for phi in paper["phis"]]
+    assert planned.upstream_of(store_stage(0.03)) == [planned[entropy_stage(0.03)]]
+    assert store_stage() in planned and not planned[store_stage()].upstream
+    finals = [n for n in planned.names if n.startswith("rcl.final.")]
+    assert len(finals) == 60 and len(set(finals)) == 60
+    assert dropout_run("attention dropout", 0.1) == EQ1_RUN and final_stage("attention dropout 0.2", 4) in planned
+    assert not [n for n in finals if "attention-dropout-0-1." in n]
+    assert planned[final_stage(RCL_RUN, 0)].upstream == tuple(store_stage(phi) for phi in paper["phis"][:4])
+    assert planned[final_stage(CONTROL_RUN, 1)].upstream == (store_stage(),)
+    assert planned[final_stage("10 regulators", 2)].upstream == tuple(store_stage(phi) for phi in paper["phis"])
+    assert not planned[final_stage(EQ1_RUN, 3)].upstream
+    for bank in ("faqir", "cough"):
+        names = [n for n in planned.names if n.startswith(f"rcl.faq.{bank}.")]
+        assert len(names) == 5 * (1 + 5 + 4 + 4 + 1)
+        assert planned[faq_stage(bank, 4, ENTROPY_RUN, 0.02)].upstream == (faq_stage(bank, 4, EQ1_RUN),)
+        assert planned[faq_stage(bank, 4, RCL_RUN)].upstream == tuple(faq_stage(bank, 4, STORE_RUN, phi) for phi in paper["phis"][:4])
+    unnamed = [s.what for s in planned.stages if not s.name]
+    assert unnamed == ["STS test sets: every row and seed scored", "faqir: test questions ranking the bank, per fold and model",
+                       "cough: test questions ranking the bank, per fold and model"]
+
+
+def test_the_smoke_plan_names_only_the_faq_banks_of_the_sample_data():
+    """The smoke profile always reads the project's sample data, which has COUGH's layout and no FAQIR: its plan names
+    the COUGH folds' stages and counts FAQIR's (as the other profiles do) without naming them."""
+    smoke = parameters.chapter_profiles(NOTEBOOK)["smoke"]
+    planned = plan(smoke)
+    assert smoke["faq_datasets"] == {"Table 2a": "faqir", "Table 2b": "cough"}
+    assert not [n for n in planned.names if ".faqir." in n] and len([n for n in planned.names if ".cough." in n]) == 14
+    faqir = [s for s in planned.counted() if s.what.startswith("faqir")]
+    assert [s.what for s in faqir] == [s.what for s in plan(smoke | {"profile": "demo"}).counted() if s.what.startswith("faqir")]
+    assert sum(s.runs for s in faqir if s.steps) == 2 * (1 + 1 + 2 + 1)
 
 
 def test_measured_steps_and_run_steps():
@@ -196,7 +251,7 @@ def test_a_projection_shows_its_parts_and_counts_the_checkpoints(paper):
     from sentcl.book.cost import BERT_BASE_PARAMETERS, checkpoint_bytes
 
     seconds = {"entropy_eq2": 1.0, "plain_eq1": 1.0, "final_4_regulators": 1.0, "final_8_regulators": 1.0}
-    stages = rcl_stages(paper)
+    stages = plan(paper).counted()
     rate = checkpoint_bytes(BERT_BASE_PARAMETERS) / 10.0  # ten seconds a checkpoint
     counted = projection(stages, seconds, 1000.0, rate)
     uncounted = projection(stages, seconds, 1000.0)

@@ -17,6 +17,7 @@ from sentcl.evaluation.retrieval import evaluate_retrieval
 from sentcl.models import tiny_model
 from sentcl.training import LossEarlyStopping, SequentialBatchSampler, TrainingConfig
 from sentcl.training.entropy_models import (
+    STORE_STAGE,
     augment,
     train_entropy_model,
     train_final_model,
@@ -136,6 +137,33 @@ def test_stages_are_reused_and_rebuilt_as_their_inputs_say(tmp_path):
     assert final.output_dir == same.output_dir != other.output_dir
     with pytest.raises(ConfigError, match="no entropy model for phi"):
         first.stores_for([0.05])
+
+
+def test_each_run_and_store_is_built_under_the_stage_its_caller_names(tmp_path):
+    """A chapter builds each artifact under the name its plan of runs gives it: augment's entropy models and stores
+    under ``stages(φ)``, the final model under ``stage``, a named run through ``train(trainer, stage=...)``; a caller
+    that names none gets the cache's default stages, and its ``train`` is called with the trainer alone."""
+    data = nli_like(8)
+    cache = ArtifactCache(tmp_path / "cache")
+    config = TrainingConfig(batch_size=8, max_steps=1, seed=0, log_steps=1)
+    start = lambda: tiny_model(seed=0)  # noqa: E731
+    named: list[str] = []
+
+    def train(trainer, stage):
+        named.append(stage)
+        return trainer.train_cached(cache, stage_name=stage)
+
+    augmented = augment(start, data, [0.01], config, scale=20.0, cache=cache, train=train, show_progress=False,
+                        stages=lambda phi: (f"x.entropy.{phi:g}", f"x.store.{phi:g}"))
+    train_final_model(start, data, augmented.stores_for([0.01]), config, scale=20.0, train=train, stage="x.final")
+    assert named == ["x.entropy.0.01", "x.final"]
+    assert sorted(d.name for d in cache.root.iterdir()) == ["x.entropy.0.01", "x.final", "x.store.0.01"]
+    assert augmented.stores[0.01].path.parent.name == "x.store.0.01"
+
+    unnamed = augment(start, data, [0.01], config, scale=20.0, cache=cache, train=lambda t: t.train_cached(cache),
+                      show_progress=False)
+    assert unnamed.results[0.01].trained  # its own stage, not the named one
+    assert {d.name for d in cache.root.iterdir()} >= {"train", STORE_STAGE}
 
 
 @pytest.mark.slow

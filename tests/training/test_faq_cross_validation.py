@@ -5,10 +5,13 @@ MAP, every row scored on the fold's test questions against the whole bank; the r
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from sentcl.artifacts import ArtifactCache
+from sentcl.book.plan import stage_name
 from sentcl.data import load
 from sentcl.data.folds import grouped_query_folds
 from sentcl.embeddings import encode
@@ -17,7 +20,7 @@ from sentcl.evaluation.retrieval import evaluate_retrieval
 from sentcl.evaluation.scoring import dev_evaluator
 from sentcl.models import set_attention_dropout, tiny_model
 from sentcl.training import SequentialBatchSampler, TrainingConfig
-from sentcl.training.cross_validation import FINAL, INITIAL, UNTOUCHED, faq_cross_validation
+from sentcl.training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE, UNTOUCHED, faq_cross_validation
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 
@@ -101,6 +104,34 @@ def test_table2_protocol_runs_the_faq_variant_per_fold_and_averages_over_folds(b
                                  baselines=switches, sampler=SequentialBatchSampler, train=train, precision="fp32")
     assert len(runs) == 15 and not any(result.trained for _, result in runs)
     assert again.to_json() == table.to_json()
+
+
+@pytest.mark.slow
+def test_each_fold_builds_its_runs_and_stores_under_the_stages_its_caller_names(bank, tmp_path):
+    """``stages(fold, model, phi)`` names every artifact of a fold (a chapter's plan of runs): the initial model, each
+    baseline, the entropy models and their stores, the final model; a named run goes through ``train(trainer, stage=...)``."""
+    folds = grouped_query_folds(bank, 2, seed=0, dev_fraction=0.2)
+    selection, entropy = configs()
+    selection, entropy = replace(selection, max_steps=1), replace(entropy, max_steps=1)
+    cache = ArtifactCache(tmp_path / "cache")
+    named: list[str] = []
+
+    def train(trainer, stage):
+        named.append(stage)
+        return trainer.train_cached(cache, stage_name=stage)
+
+    def stages(fold, model, phi=None):
+        return stage_name("x", fold, model, *([] if phi is None else [phi]))  # "x.0.initial-model-Eq-1", "x.1.store.0-01"
+
+    switches = {"Attention dropout (p=0.3)": lambda m: set_attention_dropout(m, 0.3)}
+    faq_cross_validation(lambda: tiny_model(seed=0), bank, folds, [0.01], selection, entropy, task="COUGH", scale=20.0,
+                         baselines=switches, sampler=SequentialBatchSampler, train=train, cache=cache, precision="fp32",
+                         stages=stages)
+    runs = [INITIAL, "Attention dropout (p=0.3)", (ENTROPY_MODEL, 0.01), FINAL]
+    expected = [stages(f, *(r if isinstance(r, tuple) else (r,))) for f in (0, 1) for r in runs]
+    assert named == expected
+    stores = [stages(f, STORE, 0.01) for f in (0, 1)]
+    assert sorted(d.name for d in cache.root.iterdir()) == sorted(expected + stores)
 
 
 def test_the_dev_evaluator_is_map_on_the_dev_questions_against_the_whole_bank(bank):

@@ -1,17 +1,19 @@
 """The RCL chapter (Tan et al. 2022, regularized contrastive learning with entropy models): its title, its
 tables of STS scores (:data:`CAPTIONS`, and :func:`sts_tables`: the tables a row is recorded under), the data
-each paper row needs, its GPU-memory rows, and its plan of runs counted from its parameters.
+each paper row needs, its GPU-memory rows, and its plan of runs (:func:`plan`) from its parameters.
 
-:func:`rcl_stages` walks the chapter notebook's loops over a profile's parameters (the same rows, seeds
-and folds) and returns one :class:`~sentcl.book.cost.Stage` per kind of work: the entropy models (early-stopped:
-between the earliest stop the patience allows and their planned steps), their stores (and the control's store
-of the base model's embeddings), the final models of Tables 1, 3, 4 and 5 grouped by the step they run
-(Eq. 1, or Eq. 3 with so many regulators), the STS-B dev evaluations that select them, the scoring of
-every row and seed on the STS test sets, and Table 2's folds (initial, baseline, entropy and final
-models, their dev-MAP evaluations against the whole bank, their stores and test rankings). A training
-run that the notebook's cache shares between rows (attention dropout at the encoders' own rate is the
-Eq. 1 run of the same seed) is counted once. :func:`rcl_paper_projection` multiplies the counts by the measured
-seconds per optimizer step (``benchmarks/results/rcl_gpu_h100.json``) and sentences per second.
+:func:`plan` walks the chapter notebook's loops over a profile's parameters (the same rows, seeds and folds) and
+names every artifact the notebook builds, each under the name the notebook builds it by (:func:`entropy_stage`,
+:func:`store_stage`, :func:`final_stage`, :func:`faq_stage`): the entropy models (one per φ, Eq. 2; early-stopped:
+between the earliest stop the patience allows and their planned steps), their stores (and the control's store of
+the base model's embeddings), the final models of Tables 1, 3, 4 and 5 per row and seed (counted by the step they run:
+Eq. 1, or Eq. 3 with so many regulators), with the STS-B dev evaluations that select them, and Table 2's folds per
+FAQ bank (initial, baseline, entropy and final models, their dev-MAP evaluations against the whole bank, the stores).
+The scoring of every row and seed on the STS test sets and the FAQ test rankings are counted, not named (the
+artifact cache does not hold them). A training run that the notebook's cache shares between rows (attention
+dropout at the encoders' own rate is the Eq. 1 run of the same seed, on the STS tasks and in every FAQ fold) is one
+stage. :func:`rcl_paper_projection` multiplies the counts by the measured seconds per optimizer step
+(``benchmarks/results/rcl_gpu_h100.json``) and sentences per second.
 
 Sizes the parameters do not hold (:data:`PAPER_SIZES`): the NLI training triplets, the FAQ banks, the
 STS-B dev set; the STS test sets' sizes come from the data registry.
@@ -20,14 +22,16 @@ STS-B dev set; the STS test sets' sizes come from the data registry.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from ..book.chapter_spec import Chapter
-from ..book.cost import BERT_BASE_PARAMETERS, Stage, measured_checkpoint_write, projection, run_steps, scored_sentences
+from ..book.cost import BERT_BASE_PARAMETERS, measured_checkpoint_write, projection, run_steps, scored_sentences
 from ..book.coverage import scored_sets
 from ..book.gpu_memory import MemoryRow, benchmark_record
-from ..book.plan import Plan
+from ..book.plan import Plan, PlannedStage, stage_name
 from ..book.results import paper_values
 from ..errors import ConfigError
 
@@ -71,9 +75,88 @@ def measured_step(regulators: int) -> str:
     return MEASURED_STEPS[min(MEASURED_STEPS, key=lambda n: (abs(n - regulators), -n))]
 
 
-def rcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> list[Stage]:
-    """Every training and encoding the RCL notebook runs with parameters ``p`` (a profile's resolved
-    parameters), on data of ``sizes`` (:data:`PAPER_SIZES`), as :class:`Stage` rows (module doc)."""
+EQ1_RUN, RCL_RUN, CONTROL_RUN, ENTROPY_RUN, STORE_RUN = "Eq. 1", "RCL", "control", "entropy", "store"
+"""The chapter's runs by what they are (the parts of their stage names): Eq. 1 fine-tuning, RCL's final model, the
+control (Eq. 3 with the base model's regulators), an entropy model, a store."""
+
+
+def dropout_run(switch: str, rate: float) -> str:
+    """The run of a dropout baseline (``switch``: "attention dropout" or "DropHead") at ``rate``: attention dropout
+    at the encoders' own rate (:data:`ENCODER_ATTENTION_DROPOUT`) is the Eq. 1 run itself (the same model, data and
+    configuration: one run in the cache)."""
+    return EQ1_RUN if switch == "attention dropout" and rate == ENCODER_ATTENTION_DROPOUT else f"{switch} {rate:g}"
+
+
+def regulators_run(regulators: int) -> str:
+    """The run of Table 4's row with ``regulators`` regulators (other than RCL's own count)."""
+    return f"{regulators} regulators"
+
+
+def entropy_stage(phi: float) -> str:
+    """The artifact stage of the entropy model at ``phi`` (Eq. 2): ``rcl.entropy.phi-0-01``."""
+    return stage_name(NAME, ENTROPY_RUN, f"phi={phi:g}")
+
+
+def store_stage(phi: float | None = None) -> str:
+    """The artifact stage of the store of the entropy model at ``phi`` (None: the untouched base model's, the
+    control's regulators)."""
+    return stage_name(NAME, STORE_RUN, "base" if phi is None else f"phi={phi:g}")
+
+
+def final_stage(run: str, seed: int) -> str:
+    """The artifact stage of a final model (``run``: :data:`EQ1_RUN`, :data:`RCL_RUN`, :data:`CONTROL_RUN`,
+    :func:`dropout_run`, :func:`regulators_run`) trained with ``seed``: ``rcl.final.Eq-1.seed.0``."""
+    return stage_name(NAME, "final", run, "seed", seed)
+
+
+def faq_stage(bank: str, fold: int, run: str, phi: float | None = None) -> str:
+    """The artifact stage of a run of Table 2's fold ``fold`` (its index) on the FAQ ``bank``: ``run`` is
+    :data:`EQ1_RUN` (the initial model), a :func:`dropout_run`, :data:`ENTROPY_RUN` or :data:`STORE_RUN` (at
+    ``phi``), or :data:`RCL_RUN` (the final model)."""
+    return stage_name(NAME, "faq", bank, "fold", fold, run, *(() if phi is None else (f"phi={phi:g}",)))
+
+
+def faq_stage_names(bank: str, baselines: Mapping[str, str], planned: Callable[[str], str] = str) -> Callable[..., str]:
+    """:func:`~sentcl.training.cross_validation.faq_cross_validation`'s ``stages`` on ``bank``: (fold, model, φ) ->
+    :func:`faq_stage` of the run the model is (the initial model Eq. 1, the final model RCL, each baseline's key
+    its run in ``baselines``: :func:`dropout_run`); a store's name passes ``planned`` (the notebook's
+    :meth:`~sentcl.book.chapter.ChapterRun.planned`; a training's is checked where it is trained)."""
+    from ..training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE
+
+    runs = {INITIAL: EQ1_RUN, ENTROPY_MODEL: ENTROPY_RUN, STORE: STORE_RUN, FINAL: RCL_RUN, **baselines}
+
+    def name(fold: int, model: str, phi: float | None = None) -> str:
+        stage = faq_stage(bank, fold, runs[model], phi)
+        return planned(stage) if model == STORE else stage
+
+    return name
+
+
+def faq_data_missing(bank: str, root: Path) -> list[str]:
+    """The files of ``bank``'s FAQ pairs the data root ``root`` lacks (relative to it; none: Table 2 runs on it)."""
+    from ..data import info
+
+    entry = info(bank)
+    return [f"{entry.folder}/{f}" for f in entry.splits["faq_pairs"].files if not (root / entry.folder / f).is_file()]
+
+
+def faq_banks_built(p: Mapping[str, Any]) -> list[str]:
+    """The FAQ banks whose folds the notebook builds with parameters ``p``: every bank of ``faq_datasets``, but in
+    the smoke profile, which always reads the project's sample data (:func:`sentcl.book.chapter.resolve_data`),
+    only those the sample data holds. The plan reads no other data root: a run whose root lacks a bank builds
+    fewer stages than planned, never others."""
+    banks = list(p["faq_datasets"].values())
+    if p.get("profile") != "smoke":
+        return banks
+    from ..data import samples_root
+
+    return [bank for bank in banks if not faq_data_missing(bank, samples_root())]
+
+
+def plan(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> Plan:
+    """Every training and encoding the RCL notebook runs with parameters ``p`` (a profile's resolved parameters),
+    on data of ``sizes`` (:data:`PAPER_SIZES`), in build order (module doc). A FAQ bank the notebook cannot build
+    (:func:`faq_banks_built`) is counted, its stages unnamed."""
     rows, batch, k_rcl, phis = sizes["nli_rows"], p["batch_size"], p["rcl_entropy_models"], p["phis"]
     if k_rcl > len(phis):
         raise ConfigError(f"rcl_entropy_models = {k_rcl} exceeds the {len(phis)} phis")
@@ -84,41 +167,48 @@ def rcl_stages(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> 
     dev = 2 * (p["dev_max_pairs"] or sizes["stsb_dev_pairs"])
     sts = scored_sentences(p["sts_tasks"], p["sts_max_pairs"])
     control = bool(p["base_regulators_control"])
+    trained = {"parameters": BERT_BASE_PARAMETERS, "checkpoint_steps": p["checkpoint_steps"]}
 
-    finals: list[tuple[int, int, str, str]] = []  # (regulators, seed, row, group) of every row x seed the notebook trains
+    stores = "stores: every query and index" + (", and the base's for the control" if control else "")
+    stages: list[PlannedStage] = []
+    for phi in phis:
+        stages += [PlannedStage("entropy models (Eq. 2), early-stopped", name=entropy_stage(phi), steps=entropy_steps,
+                                step="entropy_eq2", fewest_steps=earliest, **trained),
+                   PlannedStage(stores, name=store_stage(phi), upstream=(entropy_stage(phi),), sentences=2 * rows)]
+    stages += [PlannedStage(stores, name=store_stage(), sentences=2 * rows)] if control else []
+
+    finals: list[tuple[int, int, str, str]] = []  # (regulators, seed, run, group) of every row x seed the notebook trains
     for seed in p["seeds"]:
-        finals += [(0, seed, "Eq. 1", "Eq. 1 fine-tuning"), (2 * k_rcl, seed, "RCL", "RCL")]
-        finals += [(2 * k_rcl, seed, "control", "control")] if control else []
+        finals += [(0, seed, EQ1_RUN, "Eq. 1 fine-tuning"), (2 * k_rcl, seed, RCL_RUN, "RCL")]
+        finals += [(2 * k_rcl, seed, CONTROL_RUN, "control")] if control else []
     for seed in p["baseline_seeds"]:
-        finals += [(0, seed, f"attention dropout {q:g}", "attention dropout") for q in p["attention_dropout_ps"]]
-        finals += [(0, seed, f"DropHead {q:g}", "DropHead") for q in p["drophead_ps"]]
-        finals += [(2 * k, seed, f"{2 * k} regulators", "Table 4") for k in p["table4_entropy_models"]
+        finals += [(0, seed, dropout_run("attention dropout", q), "attention dropout") for q in p["attention_dropout_ps"]]
+        finals += [(0, seed, dropout_run("DropHead", q), "DropHead") for q in p["drophead_ps"]]
+        finals += [(2 * k, seed, regulators_run(2 * k), "Table 4") for k in p["table4_entropy_models"]
                    if k != k_rcl and k <= len(phis)]
-    shared = {(0, seed, f"attention dropout {ENCODER_ATTENTION_DROPOUT:g}") for seed in p["seeds"]}  # the Eq. 1 run
-    trained = [f for f in finals if f[:3] not in shared]
-    stages = [
-        Stage("entropy models (Eq. 2), early-stopped", len(phis), entropy_steps, "entropy_eq2", earliest,
-              parameters=BERT_BASE_PARAMETERS, checkpoint_steps=p["checkpoint_steps"]),
-        Stage("stores: every query and index" + (", and the base's for the control" if control else ""),
-              len(phis) + control, sentences=2 * rows),
-    ]
-    for regulators in sorted({f[0] for f in trained}):
-        groups = dict.fromkeys(group for r, _, _, group in trained if r == regulators)
+    runs: dict[str, tuple[int, str, str]] = {}  # each run once, as first listed: stage -> (regulators, run, group)
+    for regulators, seed, run, group in finals:
+        runs.setdefault(final_stage(run, seed), (regulators, run, group))
+    for name, (regulators, run, _) in sorted(runs.items(), key=lambda item: item[1][0]):
+        groups = dict.fromkeys(group for r, _, group in runs.values() if r == regulators)
         objective = "Eq. 1" if not regulators else f"Eq. 3 with {regulators} regulators"
-        stages.append(Stage(f"final models, {objective} ({', '.join(groups)})", sum(f[0] == regulators for f in trained),
-                            final_steps, measured_step(regulators), sentences=evaluations * dev, evaluations=evaluations,
-                            evaluation_sentences=evaluations * dev, parameters=BERT_BASE_PARAMETERS,
-                            checkpoint_steps=p["checkpoint_steps"]))
-    stages.append(Stage("STS test sets: every row and seed scored", 1 + len(phis) + len(finals), sentences=sts))
-    for name in p["faq_datasets"].values():
-        if sizes["faq_pairs"].get(name):
-            stages += _faq_stages(p, name, sizes["faq_pairs"][name])
-    return stages
+        read = (store_stage(),) if run == CONTROL_RUN else tuple(store_stage(phi) for phi in phis[:regulators // 2])
+        stages.append(PlannedStage(f"final models, {objective} ({', '.join(groups)})", name=name, upstream=read,
+                                   steps=final_steps, step=measured_step(regulators), sentences=evaluations * dev,
+                                   evaluations=evaluations, evaluation_sentences=evaluations * dev, **trained))
+    stages.append(PlannedStage("STS test sets: every row and seed scored", 1 + len(phis) + len(finals), sentences=sts))
+    built = faq_banks_built(p)
+    for bank in p["faq_datasets"].values():
+        if sizes["faq_pairs"].get(bank):
+            faq = _faq_stages(p, bank, sizes["faq_pairs"][bank])
+            stages += faq if bank in built else [PlannedStage(**asdict(s)) for s in Plan(NAME, faq).counted()]
+    return Plan(NAME, stages)
 
 
-def _faq_stages(p: Mapping[str, Any], name: str, pairs: int) -> list[Stage]:
+def _faq_stages(p: Mapping[str, Any], bank: str, pairs: int) -> list[PlannedStage]:
     """Table 2 on one FAQ bank of ``pairs`` pairs: per fold, the initial model, the distinct baselines and the
-    final model (each selected on dev MAP against the whole bank), the entropy models and stores, the test ranking."""
+    final model (each selected on dev MAP against the whole bank), the entropy models (from the initial model) and
+    their stores; then the test rankings (unnamed)."""
     folds, batch, k_rcl = p["faq_folds"], p["batch_size"], p["rcl_entropy_models"]
     learning = pairs * (folds - 1) / folds
     train, dev, test = round(learning * (1 - p["faq_dev_fraction"])), round(learning * p["faq_dev_fraction"]), pairs / folds
@@ -126,21 +216,29 @@ def _faq_stages(p: Mapping[str, Any], name: str, pairs: int) -> list[Stage]:
     entropy_steps = run_steps(train, batch, p["epochs"], p["entropy_max_steps"])
     earliest = min(entropy_steps, p["early_stopping_window"] * (p["early_stopping_patience"] + 1))
     evaluations = _evaluations(p["faq_eval_fraction"], p["faq_epochs"], selected_steps)
-    baselines = [q for q in p["attention_dropout_ps"] if q != ENCODER_ATTENTION_DROPOUT] + list(p["drophead_ps"])
+    baselines = dict.fromkeys([dropout_run("attention dropout", q) for q in p["attention_dropout_ps"]]
+                              + [dropout_run("DropHead", q) for q in p["drophead_ps"]])
     per_evaluation = round(dev + pairs)
     trained = {"parameters": BERT_BASE_PARAMETERS, "checkpoint_steps": p["checkpoint_steps"]}
-    selected = {"sentences": evaluations * per_evaluation, "evaluations": evaluations,
+    selected = {"steps": selected_steps, "sentences": evaluations * per_evaluation, "evaluations": evaluations,
                 "evaluation_sentences": evaluations * per_evaluation, **trained}
-    return [
-        Stage(f"{name}: initial and baseline models (Eq. 1), per fold", folds * (1 + len(baselines)), selected_steps,
-              "plain_eq1", **selected),
-        Stage(f"{name}: entropy models and stores, per fold", folds * k_rcl, entropy_steps, "entropy_eq2", earliest,
-              sentences=2 * train, **trained),
-        Stage(f"{name}: final models, per fold", folds, selected_steps, measured_step(2 * k_rcl), **selected),
-        Stage(f"{name}: test questions ranking the bank, per fold and model",
-              folds * (3 + len(p["attention_dropout_ps"]) + len(p["drophead_ps"])),
-              sentences=round(test + pairs)),
-    ]
+    stages: list[PlannedStage] = []
+    for fold in range(folds):
+        initial = faq_stage(bank, fold, EQ1_RUN)
+        stages += [PlannedStage(f"{bank}: initial and baseline models (Eq. 1), per fold", name=faq_stage(bank, fold, run),
+                                step="plain_eq1", **selected) for run in dict.fromkeys([EQ1_RUN, *baselines])]
+        for phi in p["phis"][:k_rcl]:
+            entropy, store = faq_stage(bank, fold, ENTROPY_RUN, phi), faq_stage(bank, fold, STORE_RUN, phi)
+            stages += [PlannedStage(f"{bank}: entropy models, per fold", name=entropy, upstream=(initial,),
+                                    steps=entropy_steps, step="entropy_eq2", fewest_steps=earliest, **trained),
+                       PlannedStage(f"{bank}: stores, per fold", name=store, upstream=(entropy,), sentences=2 * train)]
+        stages.append(PlannedStage(f"{bank}: final models, per fold", name=faq_stage(bank, fold, RCL_RUN),
+                                   upstream=tuple(faq_stage(bank, fold, STORE_RUN, phi) for phi in p["phis"][:k_rcl]),
+                                   step=measured_step(2 * k_rcl), **selected))
+    stages.append(PlannedStage(f"{bank}: test questions ranking the bank, per fold and model",
+                               folds * (3 + len(p["attention_dropout_ps"]) + len(p["drophead_ps"])),
+                               sentences=round(test + pairs)))
+    return stages
 
 
 def _evaluations(fraction: float, epochs: int, steps: int) -> int:
@@ -151,13 +249,13 @@ def _evaluations(fraction: float, epochs: int, steps: int) -> int:
 def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`projection` of the RCL chapter's paper profile (its notebook's defaults and profile, as shipped)
     from a ``benchmarks/rcl_gpu.py`` record (``measured["results"]``: each stage's ``median_step_s``, the
-    store's ``store_write_sentences_per_s``), with the stages' counts (:func:`rcl_stages`)."""
+    store's ``store_write_sentences_per_s``), with the counts of its plan (:func:`plan`)."""
     from ..book.parameters import shipped_parameters
 
     paper = shipped_parameters(NAME)
     results = measured["results"]
     steps = {name: r["median_step_s"] for name, r in results.items() if "median_step_s" in r}
-    return projection(rcl_stages(paper), steps, results["store"]["store_write_sentences_per_s"],
+    return projection(plan(paper).counted(), steps, results["store"]["store_write_sentences_per_s"],
                       measured_checkpoint_write()["bytes_per_s"])
 
 
@@ -192,9 +290,11 @@ CHAPTER = Chapter(
     memory=memory_rows,
     memory_record=MEMORY_RECORD,
     needs=data_needs,
-    plan=lambda p: Plan.counting(NAME, rcl_stages(p)),
+    plan=plan,
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "ENCODER_ATTENTION_DROPOUT", "MEASURED_STEPS", "PAPER_SIZES", "data_needs",
-           "measured_step", "memory_rows", "rcl_paper_projection", "rcl_stages", "sts_tables"]
+__all__ = ["CAPTIONS", "CHAPTER", "CONTROL_RUN", "ENCODER_ATTENTION_DROPOUT", "ENTROPY_RUN", "EQ1_RUN", "MEASURED_STEPS",
+           "PAPER_SIZES", "RCL_RUN", "STORE_RUN", "data_needs", "dropout_run", "entropy_stage", "faq_banks_built",
+           "faq_data_missing", "faq_stage", "faq_stage_names", "final_stage", "measured_step", "memory_rows", "plan",
+           "rcl_paper_projection", "regulators_run", "store_stage", "sts_tables"]

@@ -13,6 +13,9 @@ it is), :data:`INITIAL` (Eq. 1 fine-tuning: the initial model itself), one per r
 baseline (Eq. 1 from the base with a switch such as attention dropout or DropHead, selected the same
 way; keyed by the caller's name) and :data:`FINAL` (Algorithm 1's final model). A chapter maps them
 to its table's rows. A model's value is the mean over the folds, its spread their standard deviation.
+
+Every run of a fold is an artifact-cache stage; a chapter names them (``stages``: :data:`FoldStages`) as its
+plan of runs does (:mod:`sentcl.book.plan`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ Switch = Callable[[SentenceTransformer], SentenceTransformer]
 
 UNTOUCHED, INITIAL, FINAL = "untouched base", "initial model (Eq. 1)", "final model (Eq. 3)"
 """The models :func:`faq_cross_validation` always scores (besides the caller's baselines)."""
+ENTROPY_MODEL, STORE = "entropy model", "store"
+"""The runs of a fold the final model rests on, one each per φ (named by :data:`FoldStages`)."""
+FoldStages = Callable[..., str]
+"""``stages(fold, model, phi=None)``: the artifact stage name of fold ``fold``'s (its index) run of ``model``:
+:data:`INITIAL`, a baseline's key, :data:`ENTROPY_MODEL` or :data:`STORE` (with their ``phi``), or :data:`FINAL`."""
 
 
 @dataclass
@@ -70,7 +78,7 @@ def faq_cross_validation(
     entropy_config: TrainingConfig, *, task: str, scale: float, regulator_scale: float | None = None,
     baselines: Mapping[str, Switch] | None = None, patience: int = 3, window: int = 1,
     sampler: Callable[[], BatchSampler] | None = None, train: Train | None = None, cache: ArtifactCache | None = None,
-    precision: str = "auto", seeds: Sequence[int] | None = None,
+    precision: str = "auto", seeds: Sequence[int] | None = None, stages: FoldStages | None = None,
 ) -> FaqCrossValidation:
     """The FAQ variant of Algorithm 1 cross-validated on one FAQ set (``record``, the evaluation ``task``'s
     ``faq_pairs`` view; see the module's docstring): per fold, :data:`UNTOUCHED` (``base()``),
@@ -81,8 +89,8 @@ def faq_cross_validation(
     ``regulator_scale`` and ``config``, selected by dev MAP), each scored on the fold's test queries
     against the whole bank. Each fold is one run (the paper's "5 random runs" read as the 5 folds): its
     models train with its own seed, ``seeds[i]`` for fold i (default ``config.seed`` + the fold's index),
-    in both configurations. Every training run is cached (``train``: a chapter's run-recording trainer),
-    so a rerun only evaluates."""
+    in both configurations. Every training run and store is cached (``train``: a chapter's run-recording trainer;
+    ``stages``: their artifact stage names, None: the cache's defaults), so a rerun only evaluates."""
     from sentcl.evaluation.scoring import dev_evaluator, evaluate_tasks
     from sentcl.evaluation.tasks import task as find_task
 
@@ -117,23 +125,29 @@ def faq_cross_validation(
             values = evaluate_tasks(embedder(model, precision=precision, show_progress=False), {spec.name: test})  # noqa: B023 - called in this fold's iteration only
             out.per_fold.setdefault(key, []).append(values[spec.name])
 
-        def selected(start: LoadModel, name: str) -> LoadModel:
+        def stage(model: str, phi: float | None = None) -> str | None:
+            return stages(fold.index, model, phi) if stages else None  # noqa: B023 - called in this fold's iteration only
+
+        def selected(start: LoadModel, name: str, key: str) -> LoadModel:
             return train_initial_model(start, pairs, selection, scale=scale, evaluator=dev, train=train,  # noqa: B023 - called in this fold's iteration only
-                                       sampler=sampler() if sampler else None, name=f"{where} {name}")[0]  # noqa: B023 - called in this fold's iteration only
+                                       sampler=sampler() if sampler else None, name=f"{where} {name}", stage=stage(key))[0]  # noqa: B023 - called in this fold's iteration only
 
         score(UNTOUCHED, base())
-        initial = selected(base, "initial model (Eq. 1)")
+        initial = selected(base, "initial model (Eq. 1)", INITIAL)
         score(INITIAL, initial())
         for key, switch in (baselines or {}).items():
-            score(key, selected(lambda switch=switch: switch(base()), key)())  # type: ignore[misc]  # mypy cannot type a lambda's default
+            score(key, selected(lambda switch=switch: switch(base()), key, key)())  # type: ignore[misc]  # mypy cannot type a lambda's default
+        augmented_stages = {float(phi): (stages(fold.index, ENTROPY_MODEL, phi), stages(fold.index, STORE, phi))
+                            for phi in phis} if stages else None
         augmented = augment(initial, pairs, phis, entropy, scale=scale, patience=patience, window=window,
                             cache=cache, sampler=sampler, train=train, precision=precision, show_progress=False,
-                            name=f"{where} ")
+                            name=f"{where} ", stages=augmented_stages.__getitem__ if augmented_stages else None)
         model, _ = train_final_model(base, pairs, augmented.stores_for(augmented.phis), selection, scale=scale,
                                      regulator_scale=regulator_scale, sampler=sampler() if sampler else None,
-                                     evaluator=dev, train=train, name=f"{where} RCL")
+                                     evaluator=dev, train=train, name=f"{where} RCL", stage=stage(FINAL))
         score(FINAL, model)
     return out
 
 
-__all__ = ["FINAL", "INITIAL", "UNTOUCHED", "FaqCrossValidation", "Switch", "faq_cross_validation"]
+__all__ = ["ENTROPY_MODEL", "FINAL", "INITIAL", "STORE", "UNTOUCHED", "FaqCrossValidation", "FoldStages", "Switch",
+           "faq_cross_validation"]

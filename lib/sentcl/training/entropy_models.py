@@ -21,6 +21,11 @@ refuses a window so short that it could stop the run inside its warm-up. The ent
 model where training stopped. The chapter's "Assumptions and deviations" says which window the
 paper profile reads "3 steps" as, and why.
 
+**Stage names.** Each function takes the artifact stage name of what it builds (``stage``; :func:`augment` a
+function of φ giving the entropy model's and its store's, ``stages``), so that a chapter builds each under the
+name its plan of runs gives it (:mod:`sentcl.book.plan`); without one, a training run is the cache's default
+stage (``train``) and a store :data:`STORE_STAGE`.
+
 **Any store as regulators.** :func:`augmented_store` encodes the training set with any model: the
 entropy models' stores are Algorithm 1's regulators, the untouched base model's a control (its
 regulators pull the model back towards where it started, with no entropy model involved).
@@ -54,43 +59,47 @@ from sentcl.training.trainer import Evaluator, Trainer, TrainingResult
 
 LoadModel = Callable[[], SentenceTransformer]
 """A fresh copy of a start model (the base model, or the FAQ variant's initial model)."""
-Train = Callable[[Trainer], TrainingResult]
-"""Runs a trainer in the cache (default :meth:`Trainer.train_cached`; a chapter passes its run-recording ``train``)."""
+Train = Callable[..., TrainingResult]
+"""Runs a trainer in the cache: ``train(trainer)``, or ``train(trainer, stage=name)`` where the caller names the
+run's artifact stage (default :meth:`Trainer.train_cached`; a chapter passes its run-recording
+:meth:`~sentcl.book.chapter.ChapterRun.train`)."""
 STORE_COLUMNS = ("query", "index")
 """The sentences the regulators of Eq. 3 cover: each tuple's query and index (not hard negatives)."""
+STORE_STAGE = "augmented-embeddings"
+"""The artifact stage of a store whose caller names none."""
 
 
 def train_entropy_model(
     start: LoadModel, data: TrainingData, phi: float, config: TrainingConfig, *, scale: float,
     patience: int = 3, window: int = 1, sampler: BatchSampler | None = None, train: Train | None = None,
-    name: str = "",
+    name: str = "", stage: str | None = None,
 ) -> tuple[SentenceTransformer, TrainingResult]:
     """Algorithm 1, line 3: fine-tune ``start()`` with Eq. 2 at weight ``phi``, stopped by
     :class:`~sentcl.training.callbacks.LossEarlyStopping` (``patience`` windows of ``window`` steps) or
-    at the end of ``config``'s run; cached, resumable. ``name`` prefixes the run's name
-    (``"entropy model phi=0.01"``; a fold's runs say which fold)."""
+    at the end of ``config``'s run; cached (under the artifact stage ``stage``), resumable. ``name`` prefixes the
+    run's name (``"entropy model phi=0.01"``; a fold's runs say which fold)."""
     model = start()
     trainer = Trainer(model, EntropyLoss(model, phi=phi, scale=scale), data, config, sampler=sampler,
                       callbacks=[LossEarlyStopping(patience, window)], name=f"{name}entropy model phi={phi:g}")
-    result = (train or _train_cached)(trainer)
-    return model, result
+    return model, _train(train, trainer, stage)
 
 
 def augmented_store(
     model: SentenceTransformer, data: TrainingData, *, cache: ArtifactCache, precision: str = "auto",
-    batch_size: int = 64, chunk_rows: int = 16384, show_progress: bool = True,
+    batch_size: int = 64, chunk_rows: int = 16384, show_progress: bool = True, stage: str = STORE_STAGE,
 ) -> EmbeddingStore:
     """Algorithm 1, line 4: ``model``'s embeddings of every query and index of ``data`` (its first two
-    columns), an fp16 store addressed by the data's example ids; cached, resumable. ``model`` is an entropy
-    model (the regulators of Eq. 3), or any other, e.g. the untouched base (a control's regulators)."""
+    columns), an fp16 store addressed by the data's example ids; cached under the artifact stage ``stage``,
+    resumable. ``model`` is an entropy model (the regulators of Eq. 3), or any other, e.g. the untouched base (a
+    control's regulators)."""
     if len(data.columns) < 2:
         raise ConfigError(f"{data.name}: RCL needs (query, index[, hard negative]) columns, got {data.column_names}")
     texts = dict(zip(STORE_COLUMNS, list(data.columns.values())[:2], strict=True))
     description = {"model": fingerprint(model), "precision": resolve_precision(precision, model.device), "dtype": "float16"}
-    stage = Stage("augmented-embeddings", {**description, "data": data.fingerprint(), "columns": list(STORE_COLUMNS)})
+    built = Stage(stage, {**description, "data": data.fingerprint(), "columns": list(STORE_COLUMNS)})
     encode = embedder(model, batch_size=batch_size, precision=precision, cache=False, show_progress=False)
     return cache.load_or_build(
-        stage,
+        built,
         lambda work: write_store(work, encode, data.ids, texts, description=description, chunk_rows=chunk_rows,
                                  show_progress=show_progress),
         EmbeddingStore,
@@ -119,58 +128,67 @@ def augment(
     start: LoadModel, data: TrainingData, phis: Sequence[float], config: TrainingConfig, *, scale: float,
     patience: int = 3, window: int = 1, cache: ArtifactCache | None = None,
     sampler: Callable[[], BatchSampler] | None = None, train: Train | None = None, precision: str = "auto",
-    show_progress: bool = True, name: str = "",
+    show_progress: bool = True, name: str = "", stages: Callable[[float], tuple[str, str]] | None = None,
 ) -> Augmentation:
-    """Algorithm 1, lines 2–5: an entropy model and its store per φ (in order; each cached); ``name``
-    prefixes the entropy models' run names."""
+    """Algorithm 1, lines 2–5: an entropy model and its store per φ (in order; each cached, under the artifact
+    stages ``stages(φ)``: the entropy model's and the store's); ``name`` prefixes the entropy models' run names."""
     phis = [float(p) for p in phis]
     if len(set(phis)) != len(phis):
         raise ConfigError(f"the phis must be distinct, got {phis}")
     cache = cache or ArtifactCache()
     out = Augmentation(phis, {}, {}, {})
     for phi in phis:
+        entropy, store = stages(phi) if stages else (None, STORE_STAGE)
         model, result = train_entropy_model(start, data, phi, config, scale=scale, patience=patience, window=window,
-                                            sampler=sampler() if sampler else None, train=train, name=name)
+                                            sampler=sampler() if sampler else None, train=train, name=name, stage=entropy)
         out.models[phi], out.results[phi] = model, result
-        out.stores[phi] = augmented_store(model, data, cache=cache, precision=precision, show_progress=show_progress)
+        out.stores[phi] = augmented_store(model, data, cache=cache, precision=precision, show_progress=show_progress,
+                                          stage=store)
     return out
 
 
 def train_final_model(
     base: LoadModel, data: TrainingData, stores: Sequence[EmbeddingStore], config: TrainingConfig, *, scale: float,
     regulator_scale: float | None = None, sampler: BatchSampler | None = None, evaluator: Evaluator | None = None,
-    train: Train | None = None, name: str = "RCL", callbacks: Sequence[Callback] = (),
+    train: Train | None = None, name: str = "RCL", callbacks: Sequence[Callback] = (), stage: str | None = None,
 ) -> tuple[SentenceTransformer, TrainingResult]:
-    """Algorithm 1, line 7: fine-tune ``base()`` with Eq. 3 and the stores' regulators (cached, resumable);
-    ``scale`` for the Eq. 1 term, ``regulator_scale`` for the regulators (None: ``scale``)."""
+    """Algorithm 1, line 7: fine-tune ``base()`` with Eq. 3 and the stores' regulators (cached under the artifact
+    stage ``stage``, resumable); ``scale`` for the Eq. 1 term, ``regulator_scale`` for the regulators (None:
+    ``scale``). No stores: Eq. 1."""
     model = base()
     trainer = Trainer(model, RegulatorLoss(model, stores, scale=scale, regulator_scale=regulator_scale), data, config,
                       sampler=sampler, evaluator=evaluator, callbacks=callbacks, name=name)
-    return model, (train or _train_cached)(trainer)
+    return model, _train(train, trainer, stage)
 
 
 def train_initial_model(
     base: LoadModel, data: TrainingData, config: TrainingConfig, *, scale: float, evaluator: Evaluator,
-    sampler: BatchSampler | None = None, train: Train | None = None, name: str = "initial model",
+    sampler: BatchSampler | None = None, train: Train | None = None, name: str = "initial model", stage: str | None = None,
 ) -> tuple[LoadModel, TrainingResult]:
     """The FAQ variant's initial model: ``base()`` fine-tuned with Eq. 1 (Eq. 2 at φ = 0), the
-    evaluation with the best ``config.metric_for_best`` (dev MAP) kept. Returns a loader of it."""
+    evaluation with the best ``config.metric_for_best`` (dev MAP) kept (cached under the artifact stage ``stage``).
+    Returns a loader of it."""
     if config.metric_for_best is None:
         raise ConfigError("the initial model is selected on a dev metric: set metric_for_best (e.g. 'map') and a schedule")
     model = base()
     trainer = Trainer(model, EntropyLoss(model, phi=0.0, scale=scale), data, config, sampler=sampler,
                       evaluator=evaluator, name=name)
-    result = (train or _train_cached)(trainer)
+    result = _train(train, trainer, stage)
     folder = Path(result.model_dir)
     return (lambda: load_encoder(folder)), result
 
 
-def _train_cached(trainer: Trainer) -> TrainingResult:
-    return trainer.train_cached()
+def _train(train: Train | None, trainer: Trainer, stage: str | None) -> TrainingResult:
+    """``trainer`` run by ``train`` (default :meth:`Trainer.train_cached`) under the artifact stage ``stage`` (None:
+    ``train``'s own default, and ``train`` is called with the trainer alone)."""
+    if train is None:
+        return trainer.train_cached() if stage is None else trainer.train_cached(stage_name=stage)
+    return train(trainer) if stage is None else train(trainer, stage=stage)
 
 
 __all__ = [
     "STORE_COLUMNS",
+    "STORE_STAGE",
     "Augmentation",
     "LoadModel",
     "Train",
