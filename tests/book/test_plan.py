@@ -99,3 +99,10 @@ def test_a_planned_stage_is_a_cost_stage_of_one_run():
     stage = PlannedStage("x", name="rcl.x", steps=4)
     assert isinstance(stage, Stage) and stage.runs == 1
     assert {f.name for f in dataclasses.fields(Stage)} < {f.name for f in dataclasses.fields(PlannedStage)}
+
+
+def test_the_stages_a_task_builds_alone_exclude_those_reading_a_stage_it_cannot():
+    plan = Plan("rcl", [PlannedStage("a", name="rcl.a"), PlannedStage("b", name="rcl.b", alone=False),
+                        PlannedStage("c", name="rcl.c", upstream=("rcl.b",)), PlannedStage("d", name="rcl.d", upstream=("rcl.a",)),
+                        PlannedStage("scoring", runs=3)])
+    assert [s.name for s in plan.alone()] == ["rcl.a", "rcl.d"]

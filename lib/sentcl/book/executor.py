@@ -46,7 +46,8 @@ LOCAL_OBJECT_STORE = 200 * 2**20
 
 @dataclass
 class Job:
-    """One chapter's stages to build: its plan of the run's parameters."""
+    """One chapter's stages to build: its plan of the run's parameters (the stages a task can build alone,
+    :meth:`~sentcl.book.plan.Plan.alone`; its notebook builds the others)."""
 
     chapter: str
     parameters: dict[str, Any]
@@ -72,7 +73,7 @@ def jobs(parameters: Mapping[str, Mapping[str, Any]]) -> list[Job]:
         if spec.build is None or spec.plan is None:
             continue
         plan = spec.plan(p)
-        if len(plan):
+        if plan.alone():
             found.append(Job(spec.name, dict(p), plan))
     return found
 
@@ -155,12 +156,12 @@ def _run(ray: Any, task: Any, work: Sequence[Job], threads: int | None, show_pro
     refs: dict[Any, tuple[Job, str]] = {}
     by_name: dict[tuple[str, str], Any] = {}
     for job in work:  # in plan order: a stage after the stages it reads
-        for stage in job.plan:
+        for stage in job.plan.alone():
             upstream = [by_name[(job.chapter, u)] for u in stage.upstream]
             ref = task.remote(job.chapter, job.parameters, stage.name, threads, *upstream)
             refs[ref] = (job, stage.name)
             by_name[(job.chapter, stage.name)] = ref
-    bars = {job.chapter: progress_bar(total=len(job.plan), desc=f"{job.chapter} stages", unit="stage",
+    bars = {job.chapter: progress_bar(total=len(job.plan.alone()), desc=f"{job.chapter} stages", unit="stage",
                                   disable=not show_progress, file=sys.stderr) for job in work}
     pending = list(refs)
     while pending:

@@ -37,6 +37,10 @@ class PlannedStage(Stage):
     upstream: tuple[str, ...] = ()
     args: tuple[Any, ...] = ()
     """What the chapter's builder needs to build it (:attr:`~sentcl.book.chapter_spec.Chapter.build`), e.g. (row, seed)."""
+    alone: bool = True
+    """Whether the chapter's builder can build it alone (False: only its notebook builds it, e.g. a stage that a
+    library function builds together with others; :mod:`sentcl.book.executor` leaves it, and what reads it, to the
+    notebook)."""
 
 
 def stage_name(chapter: str, *parts: object) -> str:
@@ -113,6 +117,14 @@ class Plan:
                                   f"{asdict(first)} and {asdict(row)}")
             rows[key] = Stage(**(asdict(first) | {"runs": first.runs + row.runs}))
         return list(rows.values())
+
+    def alone(self) -> list[PlannedStage]:
+        """The named stages a task can build alone: each marked so, and every stage it reads too."""
+        found: dict[str, PlannedStage] = {}
+        for s in self:
+            if s.alone and all(u in found for u in s.upstream):
+                found[s.name] = s
+        return list(found.values())
 
     def upstream_of(self, name: str) -> list[PlannedStage]:
         """The planned stages ``name`` reads."""

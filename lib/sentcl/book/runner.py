@@ -314,7 +314,7 @@ def prebuild(args: argparse.Namespace, plans: list[Plan], out: Path) -> dict[str
 
     work = jobs({p.chapter: p.parameters for p in plans})
     others = [p.chapter for p in plans if p.chapter not in {j.chapter for j in work}]
-    print(f"sentcl: ray: building {sum(len(j.plan) for j in work)} stages of {', '.join(j.chapter for j in work) or 'no chapter'}"
+    print(f"sentcl: ray: building {sum(len(j.plan.alone()) for j in work)} stages of {', '.join(j.chapter for j in work) or 'no chapter'}"
           + (f"; {', '.join(others)} build theirs in their notebooks" if others else ""), flush=True)
     built = build_with_ray(work, address=args.address, runs_per_gpu=args.runs_per_gpu, cpus_per_run=args.cpus_per_run,
                            env=task_environment(out) | {RUN_ID_ENV: new_run_id()})
