@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -22,19 +24,36 @@ import pytest
 from sentcl.book.executor import jobs, last_line
 from sentcl.book.layout import Layout
 from sentcl.book.parameters import shipped_parameters
+from sentcl.chapters import CHAPTERS as REGISTRY
 from sentcl.training.checkpoint import checkpoints
 
-CHAPTERS = ["mnrl_sbert"]
-"""The chapters whose stages a task builds (a Chapter.build): every one is run through Ray here."""
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = [name for name, chapter in REGISTRY.items() if chapter.build is not None]
+"""The chapters whose stages a task builds (a Chapter.build): every one is run through Ray here (and the README's
+command names them all)."""
 pytestmark = pytest.mark.timeout(900)
 
 
+def readme_command() -> list[str]:
+    """The README's cluster section's first command (a local cluster), as arguments of ``sentcl``."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Many GPUs, many machines: Ray")[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, "the README's cluster section has no commands"
+    return shlex.split(block.group(1).splitlines()[0].split("  #")[0])[1:]
+
+
 def reproduce(out: Path, *extra: str) -> subprocess.Popen:
+    """The README's command (a local cluster), writing to ``out`` and a cache beside it."""
     env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"} | {"SENTCL_CACHE": str(out.parent / "cache")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--only", *CHAPTERS, "--no-book",
-         "--out", str(out), "--executor", "ray", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    return subprocess.Popen([sys.executable, "-m", "sentcl", *readme_command(), "--out", str(out), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def test_the_readmes_command_runs_every_chapter_a_task_can_build_on_a_local_cluster():
+    argv = readme_command()
+    assert argv[:3] == ["reproduce", "--profile", "smoke"] and "--address" not in argv
+    assert argv[argv.index("--executor") + 1] == "ray"
+    assert argv[argv.index("--only") + 1:argv.index("--only") + 1 + len(CHAPTERS)] == CHAPTERS
 
 
 def kill_a_training_stage(cache: Path, done: threading.Event, killed: list[str]) -> None:
@@ -111,9 +130,11 @@ def test_a_stage_that_raises_is_one_line_and_the_others_are_built(tmp_path):
 
 
 def test_jobs_are_the_chapters_a_task_can_build_with_their_plans():
-    p = {"mnrl_sbert": shipped_parameters("mnrl_sbert", "smoke"), "ifcl": shipped_parameters("ifcl", "smoke")}
+    p = {name: shipped_parameters(name, "smoke") for name in REGISTRY}
     found = jobs(p)
-    assert [j.chapter for j in found] == CHAPTERS and found[0].plan.names == \
+    assert [j.chapter for j in found] == CHAPTERS
+    mnrl = next(j for j in found if j.chapter == "mnrl_sbert")
+    assert [s.name for s in mnrl.plan.alone()] == \
         [f"mnrl_sbert.{row}.seed.{s}" for row in ("MNRLSBERT", "SBERT") for s in p["mnrl_sbert"]["seeds"]]
 
 
