@@ -168,6 +168,12 @@ def test_reproduce_refuses_bad_input_before_running_anything(tmp_path, monkeypat
     assert "unknown chapter(s) ['mnrl']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "--profile", "fast"])
+    # the executor's options: Ray's only with --executor ray, counts of 1 or more
+    assert cli.main(["reproduce", "--no-book", "--address", "auto"]) == 2
+    assert "--address: only with --executor ray" in capsys.readouterr().err
+    assert cli.main(["reproduce", "--no-book", "--executor", "ray", "--runs-per-gpu", "0"]) == 2
+    assert "--runs-per-gpu 0: must be 1 or more" in capsys.readouterr().err
+    assert not (out / "notebooks").exists()
 
 
 @pytest.mark.slow

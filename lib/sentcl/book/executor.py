@@ -121,14 +121,11 @@ def build_with_ray(work: Sequence[Job], *, address: str | None = None, runs_per_
     one on this machine's CPUs and GPUs; ``"auto"`` or ``ray://host:port``: join a running one). ``threads``: each
     task's torch threads (None: this process's). ``env``: the variables every task's process gets (the cache root,
     the run id, the claim on the output folder)."""
+    import ray
     import torch
 
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("--executor ray needs Ray: pip install 'sentcl[cluster]' (make setup installs it)") from None
     if runs_per_gpu < 1 or cpus_per_run < 1:
-        raise ConfigError(f"--runs-per-gpu ({runs_per_gpu}) and the CPUs per run ({cpus_per_run}) must be 1 or more")
+        raise ConfigError(f"runs per GPU ({runs_per_gpu}) and CPUs per run ({cpus_per_run}) must be 1 or more")
     variables = {CACHE_ENV: str(cache_root()), RUN_ID_ENV: current_run_id(), **(env or {})}
     started = not ray.is_initialized()
     if started:

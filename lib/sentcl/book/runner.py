@@ -249,11 +249,11 @@ def register(subparsers, name: str, summary: str) -> None:
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local (default): each notebook trains its runs in turn; ray: every planned stage of the chapters "
                         "that plan theirs is first built as a task on a Ray cluster, then the notebooks run and find them built")
-    p.add_argument("--address", help="with --executor ray: a running cluster to join (auto, or ray://host:port); "
+    p.add_argument("--address", default=None, help="with --executor ray: a running cluster to join (auto, or ray://host:port); "
                                       "default: start a local one on this machine")
-    p.add_argument("--runs-per-gpu", type=int, default=1, metavar="K",
+    p.add_argument("--runs-per-gpu", type=int, default=None, metavar="K",
                    help="with --executor ray: runs sharing one GPU (each asks for 1/K of it; mind the chapter's GPU-memory table)")
-    p.add_argument("--cpus-per-run", type=int, default=1, metavar="N",
+    p.add_argument("--cpus-per-run", type=int, default=None, metavar="N",
                    help="with --executor ray on CPU-only nodes: CPUs (and torch threads) each run asks for")
     which.add_argument("--check", action="store_true",
                        help="check the profile, the data root and every parameter as a run would, then stop (runs nothing)")
@@ -268,6 +268,7 @@ def reproduce(args: argparse.Namespace) -> int:
     unknown = [c for c in chapters if c not in all_chapters()]
     if unknown:
         raise ConfigError(f"unknown chapter(s) {unknown}; chapters: {', '.join(all_chapters())}")
+    check_executor(args)
     out = Path(args.out).resolve() if args.out else root / "runs" / args.profile
     book_dir = Path(args.book_dir).resolve() if args.book_dir else root
     if args.check:
@@ -306,6 +307,24 @@ def plan_all(args: argparse.Namespace, root: Path, chapters: list[str], out: Pat
     return data, plans
 
 
+def check_executor(args: argparse.Namespace) -> None:
+    """The executor's options, checked before anything runs: Ray's only with ``--executor ray`` (and Ray installed),
+    counts of 1 or more."""
+    ray_only = [f"--{name.replace('_', '-')}" for name in ("address", "runs_per_gpu", "cpus_per_run")
+                if getattr(args, name, None) is not None]
+    if args.executor != "ray":
+        if ray_only:
+            raise ConfigError(f"{', '.join(ray_only)}: only with --executor ray")
+        return
+    for name in ("runs_per_gpu", "cpus_per_run"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be 1 or more")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ConfigError("--executor ray needs Ray: pip install 'sentcl[cluster]' (make setup installs it)") from None
+
+
 def prebuild(args: argparse.Namespace, plans: list[Plan], out: Path) -> dict[str, list[str]]:
     """``--executor ray``: build every planned stage of the chapters that build theirs alone as tasks on a Ray cluster
     (:mod:`sentcl.book.executor`). Returns the chapters whose stages failed, one line per failed stage (their
@@ -316,7 +335,7 @@ def prebuild(args: argparse.Namespace, plans: list[Plan], out: Path) -> dict[str
     others = [p.chapter for p in plans if p.chapter not in {j.chapter for j in work}]
     print(f"sentcl: ray: building {sum(len(j.plan.alone()) for j in work)} stages of {', '.join(j.chapter for j in work) or 'no chapter'}"
           + (f"; {', '.join(others)} build theirs in their notebooks" if others else ""), flush=True)
-    built = build_with_ray(work, address=args.address, runs_per_gpu=args.runs_per_gpu, cpus_per_run=args.cpus_per_run,
+    built = build_with_ray(work, address=args.address, runs_per_gpu=args.runs_per_gpu or 1, cpus_per_run=args.cpus_per_run or 1,
                            env=task_environment(out) | {RUN_ID_ENV: new_run_id()})
     for line in built.lines():
         print(f"sentcl: FAILED {line}", file=sys.stderr)
