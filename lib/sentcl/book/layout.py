@@ -13,7 +13,7 @@ the book read from it. Every module that writes or reads a file there asks :clas
     <out>/records/                       run records (notebooks, trainings), sentcl.book.records
     <out>/records/precision/             what ran in which precision, per kernel
     <out>/notebooks/<chapter>.ipynb      the executed notebook, sentcl.book.runner
-    <out>/<chapter>/                     files of the chapter's own (e.g. RCL's per-seed scores)
+    <out>/<chapter>/                     files of the chapter's own (RCL's per-seed scores, BSC's models a row starts from)
     <out>/book_source/                   the staged book sources, sentcl.book.site
     <out>/.sentcl.lock[-<chapter>]       the claim of a process on the folder (or one chapter's files)
 """
