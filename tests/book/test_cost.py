@@ -194,9 +194,10 @@ def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
 
 def test_the_geometry_paper_profile_counts_every_training_it_runs():
     """Two families x four methods x three seeds of one budget (the 314,315 entailment pairs in batches of 64), and per
-    family RCL's four entropy models, early-stopped no sooner than 4 windows of 500 steps; the rehearsal's two families
-    of one encoder (the tiny BERT) count its runs once, as its notebook trains them once."""
-    from sentcl.chapters.geometry import entropy_stage, plan, training_stage
+    family RCL's four entropy models, early-stopped no sooner than 4 windows of 500 steps, each followed by its store
+    (every query and index), the stores read by every final RCL run; the rehearsal's two families of one encoder (the
+    tiny BERT) count its runs once, as its notebook trains them once."""
+    from sentcl.chapters.geometry import entropy_stage, plan, stage_names, store_stage, training_stage
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["paper"]
     stages = {s.what.split(":")[0]: s for s in plan(paper).counted()}
@@ -205,13 +206,22 @@ def test_the_geometry_paper_profile_counts_every_training_it_runs():
         assert (stages[method].runs, stages[method].steps) == (2 * 3, epoch)
     entropy = stages["RCL entropy models (Eq. 2), early-stopped"]
     assert (entropy.runs, entropy.steps, entropy.fewest_steps) == (2 * 4, epoch, 500 * 4)
-    final = plan(paper)[training_stage("RCL", "roberta-base", 2)]
-    assert final.upstream == tuple(entropy_stage("roberta-base", phi) for phi in (0.01, 0.02, 0.03, 0.04))
+    stores = stages["RCL stores (every query and index)"]
+    assert (stores.runs, stores.steps, stores.sentences) == (2 * 4, 0, 2 * 314_315)
+    planned = plan(paper)
+    final = planned[training_stage("RCL", "roberta-base", 2)]
+    assert final.upstream == tuple(store_stage("roberta-base", phi) for phi in (0.01, 0.02, 0.03, 0.04))
+    assert planned.upstream_of(store_stage("roberta-base", 0.03)) == [planned[entropy_stage("roberta-base", 0.03)]]
+    checked: list[str] = []
+    names = stage_names("RCL", "roberta-base", 2, lambda stage: checked.append(stage) or stage)  # the notebook's run.planned
+    assert names["stage"] == final.name and names["entropy_stage"](0.03) == entropy_stage("roberta-base", 0.03)
+    assert names["store_stage"](0.03) == store_stage("roberta-base", 0.03) and checked == [store_stage("roberta-base", 0.03)]
     rehearsal = parameters.chapter_profiles(NOTEBOOK.with_name("geometry.ipynb"))["rehearsal"]
     assert set(rehearsal["base_models"].values()) == {"tiny"} and len(rehearsal["base_models"]) == 2
     counted = {s.what.split(":")[0]: s for s in plan(rehearsal).counted()}
     assert counted["MNRL"].steps == 50 and counted["RCL entropy models (Eq. 2), early-stopped"].fewest_steps == 5 * 4
     assert (counted["MNRL"].runs, counted["RCL entropy models (Eq. 2), early-stopped"].runs) == (3, 4)
+    assert counted["RCL stores (every query and index)"].runs == 4
 
 
 def test_checkpoints_per_run_follow_the_trainers_cadence():

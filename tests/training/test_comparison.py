@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from sentcl.artifacts import ArtifactCache
 from sentcl.data.records import ScoredPairs, TrainingData
+from sentcl.errors import ConfigError
 from sentcl.losses import BatchSoftmaxContrastiveLoss, IFCLLoss, MultipleNegativesRankingLoss
 from sentcl.losses.rcl import RegulatorLoss
 from sentcl.models import tiny_model
@@ -79,8 +81,9 @@ def test_each_method_trains_with_its_own_loss_on_the_same_budget(pairs, sts):
 
 @pytest.mark.slow
 def test_runs_are_built_under_the_stage_names_given(pairs, tmp_path, monkeypatch):
-    """stage= names the method's run, entropy_stage(phi) RCL's entropy models: through a chapter's train (stage=)
-    and through the default Trainer.train_cached (stage_name=); the stores keep their own stage name."""
+    """stage= names the method's run, entropy_stage(phi) RCL's entropy models and store_stage(phi) their stores:
+    through a chapter's train (stage=) and through the default Trainer.train_cached (stage_name=); nothing is
+    left under the stores' default stage name."""
     monkeypatch.setenv("SENTCL_CACHE", str(tmp_path))
     names = []
 
@@ -90,14 +93,26 @@ def test_runs_are_built_under_the_stage_names_given(pairs, tmp_path, monkeypatch
 
     settings = MethodSettings(phis=(0.01, 0.02), entropy_steps=2)
     rcl = train_method("RCL", lambda: tiny_model(0), pairs, config(), settings, train=train, stage="ch.RCL.seed.0",
-                       entropy_stage=lambda phi: f"ch.entropy.{phi:g}")
+                       entropy_stage=lambda phi: f"ch.entropy.{phi:g}", store_stage=lambda phi: f"ch.store.{phi:g}")
     assert names == ["ch.entropy.0.01", "ch.entropy.0.02", "ch.RCL.seed.0"]
     assert rcl.result.output_dir.parent.name == "ch.RCL.seed.0"
     assert [r.output_dir.parent.name for r in rcl.upstream] == ["ch.entropy.0.01", "ch.entropy.0.02"]
+    assert set(rcl.stages) == {"entropy model φ=0.01", "store φ=0.01", "entropy model φ=0.02", "store φ=0.02", "training"}
+    default = train_method("RCL", lambda: tiny_model(0), pairs, config(), replace(settings, phis=(0.03,)),
+                           stage="cd.RCL.seed.0", entropy_stage=lambda phi: f"cd.entropy.{phi:g}",
+                           store_stage=lambda phi: f"cd.store.{phi:g}")
+    assert [r.output_dir.parent.name for r in default.runs] == ["cd.RCL.seed.0", "cd.entropy.0.03"]
     mnrl = train_method("MNRL", lambda: tiny_model(0), pairs, config(), settings, stage="ch.MNRL.seed.0")
     assert mnrl.result.output_dir.parent.name == "ch.MNRL.seed.0"
     built = {p.name for p in (tmp_path / "artifacts").iterdir()}
-    assert built == {"ch.entropy.0.01", "ch.entropy.0.02", "augmented-embeddings", "ch.RCL.seed.0", "ch.MNRL.seed.0"}
+    assert built == {"ch.entropy.0.01", "ch.entropy.0.02", "ch.store.0.01", "ch.store.0.02", "ch.RCL.seed.0",
+                     "cd.entropy.0.03", "cd.store.0.03", "cd.RCL.seed.0", "ch.MNRL.seed.0"}
+
+
+def test_stores_are_named_beside_their_entropy_models(pairs):
+    """A store's name alone is refused: the entropy model it encodes with would be built under the cache's default."""
+    with pytest.raises(ConfigError, match="pass entropy_stage with store_stage"):
+        train_method("RCL", lambda: tiny_model(0), pairs, config(), store_stage=lambda phi: f"ch.store.{phi:g}")
 
 
 def test_stage_seconds_leave_out_geometry_measuring(tmp_path):

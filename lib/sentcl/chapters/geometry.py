@@ -6,7 +6,7 @@ measurement), and its plan of runs (:func:`plan`: no GPU record).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..book.chapter_spec import Chapter
@@ -47,10 +47,19 @@ def entropy_stage(model: str, phi: float) -> str:
     return stage_name(NAME, "RCL-entropy", model, "phi", f"{phi:g}")
 
 
-def stage_names(method: str, model: str, seed: int) -> dict[str, Any]:
+def store_stage(model: str, phi: float) -> str:
+    """The artifact stage of the augmented-embedding store of RCL's entropy model at ``phi`` from the encoder
+    ``model`` (its name in :func:`plan`; built once, after its entropy model, read by every final RCL run)."""
+    return stage_name(NAME, "RCL-store", model, "phi", f"{phi:g}")
+
+
+def stage_names(method: str, model: str, seed: int, planned: Callable[[str], str] = str) -> dict[str, Any]:
     """The stage names :func:`sentcl.training.comparison.train_method` takes for ``method``'s run from ``model`` with
-    ``seed``: its own (``stage``) and, read by RCL alone, its entropy models' (``entropy_stage``)."""
-    return {"stage": training_stage(method, model, seed), "entropy_stage": functools.partial(entropy_stage, model)}
+    ``seed``: its own (``stage``) and, read by RCL alone, its entropy models' (``entropy_stage``) and their stores'
+    (``store_stage``); a store's name passes ``planned`` (the notebook's
+    :meth:`~sentcl.book.chapter.ChapterRun.planned`; a training's is checked where it is trained)."""
+    return {"stage": training_stage(method, model, seed), "entropy_stage": functools.partial(entropy_stage, model),
+            "store_stage": lambda phi: planned(store_stage(model, phi))}
 
 
 def plan(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> Plan:
@@ -58,9 +67,9 @@ def plan(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> Plan:
     budget (``train_rows`` pairs, else ``pairs``; IFCL trains on the distinct premises of the same pairs, at most
     as many; :func:`training_stage`), and per encoder RCL's entropy models (:func:`entropy_stage`: trained once,
     shared by the seeds, read by every final RCL run), early-stopped between the earliest stop of their patience
-    and the whole budget. Counted per family and seed, where two families of one encoder count its runs once (the
-    notebook trains them once). RCL's augmented-embedding stores are not named here: they are built under
-    :func:`sentcl.training.entropy_models.augmented_store`'s own stage name, which takes no name yet."""
+    and the whole budget, each followed by its augmented-embedding store (:func:`store_stage`: every query and index
+    of the pairs encoded), the stores read by every final RCL run. Counted per family and seed, where two families
+    of one encoder count its runs once (the notebook trains them once)."""
     from ..training.comparison import METHODS, MethodSettings
 
     rows = min(p["train_rows"] or pairs, pairs)
@@ -69,15 +78,18 @@ def plan(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> Plan:
     earliest = min(entropy, p["rcl_early_stopping_window"] * (MethodSettings().patience + 1))
     stages: list[PlannedStage] = []
     for model in dict.fromkeys(p["base_models"].values()):
-        entropy_models = tuple(entropy_stage(model, phi) for phi in p["rcl_phis"])
+        stores = tuple(store_stage(model, phi) for phi in p["rcl_phis"])
         for seed in p["seeds"]:
             for method in METHODS:
                 if method == "RCL" and seed == p["seeds"][0]:  # built with the first seed's RCL run
-                    stages += [PlannedStage("RCL entropy models (Eq. 2), early-stopped: every family", 1, entropy,
-                                            "RCL entropy", earliest, name=name) for name in entropy_models]
+                    for phi in p["rcl_phis"]:
+                        stages += [PlannedStage("RCL entropy models (Eq. 2), early-stopped: every family", 1, entropy,
+                                                "RCL entropy", earliest, name=entropy_stage(model, phi)),
+                                   PlannedStage("RCL stores (every query and index): every family", sentences=2 * rows,
+                                                name=store_stage(model, phi), upstream=(entropy_stage(model, phi),))]
                 stages.append(PlannedStage(f"{method}: every family and seed", 1, steps, method,
                                            name=training_stage(method, model, seed),
-                                           upstream=entropy_models if method == "RCL" else ()))
+                                           upstream=stores if method == "RCL" else ()))
     return Plan(NAME, stages)
 
 
@@ -111,4 +123,4 @@ CHAPTER = Chapter(
 
 __all__ = ["CHAPTER", "CORRELATION_TABLE", "GEOMETRY_PAPER_PAIRS", "RETRIEVAL_TABLE", "STS_TABLE", "entropy_stage",
            "equal_budget_columns", "memory_rows", "nearest_measurement", "plan", "stage_names",
-           "training_stage"]
+           "store_stage", "training_stage"]

@@ -34,7 +34,6 @@ from pathlib import Path
 
 from sentence_transformers import SentenceTransformer
 
-from sentcl.artifacts import ArtifactCache
 from sentcl.data.augmentation import fusion_twins
 from sentcl.data.records import TrainingData
 from sentcl.errors import ConfigError, check_choice
@@ -42,15 +41,7 @@ from sentcl.io import read_json
 from sentcl.losses import BatchSoftmaxContrastiveLoss, IFCLLoss, MultipleNegativesRankingLoss
 from sentcl.training.callbacks import Callback
 from sentcl.training.config import TrainingConfig
-from sentcl.training.entropy_models import (
-    Augmentation,
-    LoadModel,
-    Train,
-    augment,
-    augmented_store,
-    train_entropy_model,
-    train_final_model,
-)
+from sentcl.training.entropy_models import STORE_STAGE, LoadModel, Train, augment, train_final_model
 from sentcl.training.samplers import NoDuplicatesBatchSampler
 from sentcl.training.shuffling import ExampleBasedShuffler
 from sentcl.training.trainer import Trainer, TrainingResult
@@ -148,6 +139,7 @@ def train_method(
     name: str | None = None,
     stage: str | None = None,
     entropy_stage: Callable[[float], str] | None = None,
+    store_stage: Callable[[float], str] | None = None,
 ) -> MethodRun:
     """Train ``method`` from ``load_base()`` on ``pairs`` with ``config`` (cached, resumable, through
     ``train``: default :meth:`Trainer.train_cached`, a chapter passes its run-recording ``train``);
@@ -155,8 +147,9 @@ def train_method(
 
     ``stage``: the artifact stage name of the method's (final) run, and for RCL ``entropy_stage(phi)`` that of
     each entropy model (None: the cache's default ``"train"``); a ``train`` given with names takes each as
-    ``stage=`` (:meth:`sentcl.book.chapter.ChapterRun.train`). RCL's augmented-embedding stores keep
-    :func:`~sentcl.training.entropy_models.augmented_store`'s stage name."""
+    ``stage=`` (:meth:`sentcl.book.chapter.ChapterRun.train`); for RCL ``store_stage(phi)`` that of each entropy
+    model's augmented-embedding store (None: :data:`~sentcl.training.entropy_models.STORE_STAGE`; named only with
+    ``entropy_stage``)."""
     check_choice("method", method, METHODS)
     if len(pairs.columns) != 2 or pairs.labels is not None:
         raise ConfigError(f"{pairs.name}: the methods train on unlabelled (query, index) pairs, got columns "
@@ -169,12 +162,11 @@ def train_method(
         entropy_config = replace(config, seed=settings.entropy_seed, warmup_ratio=settings.entropy_warmup_ratio,
                                  max_steps=settings.entropy_steps or config.max_steps, eval_steps=None,
                                  eval_fraction=None, metric_for_best=None)
-        if entropy_stage is None:
-            augmented = augment(load_base, pairs, settings.phis, entropy_config, scale=settings.scale,
-                                patience=settings.patience, window=settings.window, sampler=NoDuplicatesBatchSampler,
-                                train=train, show_progress=False)
-        else:  # augment's stages, each entropy model under its own name
-            augmented = _augment_named(load_base, pairs, entropy_config, settings, train, entropy_stage)
+        stages_of = _augment_stages(entropy_stage, store_stage)
+        augmented = augment(load_base, pairs, settings.phis, entropy_config, scale=settings.scale,
+                            patience=settings.patience, window=settings.window, sampler=NoDuplicatesBatchSampler,
+                            train=None if train is Trainer.train_cached else train, show_progress=False,
+                            stages=stages_of)
         for phi in augmented.phis:
             stages[f"entropy model φ={phi:g}"] = stage_seconds(augmented.results[phi].output_dir)
             stages[f"store φ={phi:g}"] = stage_seconds(augmented.stores[phi].path)
@@ -200,20 +192,16 @@ def _under(train: Callable[..., TrainingResult], stage: str | None) -> Train:
     return lambda trainer: train(trainer, stage=stage)
 
 
-def _augment_named(load_base: LoadModel, pairs: TrainingData, config: TrainingConfig, settings: MethodSettings,
-                   train: Callable[..., TrainingResult], entropy_stage: Callable[[float], str]) -> Augmentation:
-    """:func:`~sentcl.training.entropy_models.augment` with each entropy model trained under the stage
-    ``entropy_stage(phi)`` (the same runs and stores, in the same order)."""
-    phis = [float(p) for p in settings.phis]
-    if len(set(phis)) != len(phis):
-        raise ConfigError(f"the phis must be distinct, got {phis}")
-    out = Augmentation(phis, {}, {}, {})
-    for phi in phis:
-        out.models[phi], out.results[phi] = train_entropy_model(
-            load_base, pairs, phi, config, scale=settings.scale, patience=settings.patience, window=settings.window,
-            sampler=NoDuplicatesBatchSampler(), train=_under(train, entropy_stage(phi)))
-        out.stores[phi] = augmented_store(out.models[phi], pairs, cache=ArtifactCache(), show_progress=False)
-    return out
+def _augment_stages(entropy_stage: Callable[[float], str] | None,
+                    store_stage: Callable[[float], str] | None) -> Callable[[float], tuple[str, str]] | None:
+    """:func:`~sentcl.training.entropy_models.augment`'s ``stages``: per φ the entropy model's stage
+    ``entropy_stage(phi)`` and its store's ``store_stage(phi)`` (None: the store's default stage); None where no
+    entropy model is named (the cache's default stages)."""
+    if entropy_stage is None:
+        if store_stage is not None:
+            raise ConfigError("RCL's stores are named beside their entropy models: pass entropy_stage with store_stage")
+        return None
+    return lambda phi: (entropy_stage(phi), store_stage(phi) if store_stage else STORE_STAGE)
 
 
 def _setup(method: str, pairs: TrainingData, config: TrainingConfig, settings: MethodSettings) -> tuple:
