@@ -130,3 +130,26 @@ def test_plumbing_share_of_each_notebook(path):
     print(said)
     assert set(kinds) == {"parameters", "install", "profile", "imports", "cost/coverage"}, said  # each one recognised
     assert share <= PLUMBING_NOW[path.stem], said
+
+
+BOOK_IMPORT = re.compile(r"^from (sentcl\.book[\w.]*) import", re.M)
+OWN_BOOK_IMPORTS = {"profile": "sentcl.book.parameters", "gpu": "sentcl.book.gpu_memory"}
+"""The two plumbing cells that run before the imports cell and import their one function themselves: the profile
+cell (``resolve_parameters``) and the GPU cell (``gpu_summary``)."""
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_the_book_side_is_one_import(path):
+    """A notebook imports what it reports through from sentcl.book.notebook, in one statement of its imports cell;
+    no other cell imports from the book but the profile and GPU cells, each its one function."""
+    nb = nbformat.read(path, as_version=4)
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        modules = BOOK_IMPORT.findall(cell.source)
+        if "imports" in cell.metadata.get("tags", []):
+            assert modules == ["sentcl.book.notebook"], f"{path.name} cell {i}: {modules}"
+        elif modules:
+            found.append(modules)
+    assert found == [[m] for m in OWN_BOOK_IMPORTS.values()], f"{path.name}: book imports outside the imports cell {found}"
