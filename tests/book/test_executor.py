@@ -24,15 +24,15 @@ from sentcl.book.layout import Layout
 from sentcl.book.parameters import shipped_parameters
 from sentcl.training.checkpoint import checkpoints
 
-CHAPTERS = ["mnrl_sbert"]
+CHAPTERS = ["mnrl_sbert", "rcl"]
 """The chapters whose stages a task builds (a Chapter.build): every one is run through Ray here."""
 pytestmark = pytest.mark.timeout(900)
 
 
-def reproduce(out: Path, *extra: str) -> subprocess.Popen:
+def reproduce(out: Path, *extra: str, chapters: list[str] = CHAPTERS) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"} | {"SENTCL_CACHE": str(out.parent / "cache")}
     return subprocess.Popen(
-        [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--only", *CHAPTERS, "--no-book",
+        [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--only", *chapters, "--no-book",
          "--out", str(out), "--executor", "ray", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
@@ -93,12 +93,12 @@ def test_the_ray_executor_gives_the_in_process_numbers_also_after_a_killed_worke
         assert record["config"]["built_by"].endswith(f"({record['device']})")  # the node and the device
     resumed = [r for r in records.values() if r["config"].get("resumed_from_step")]
     assert resumed, f"killed {killed}, but no stage resumed from a checkpoint"
-    assert "stages" in log and "mnrl_sbert" in log  # its progress bar
+    assert "stages" in log and all(chapter in log for chapter in CHAPTERS)  # their progress bars
 
 
 def test_a_stage_that_raises_is_one_line_and_the_others_are_built(tmp_path):
     out = tmp_path / "out"
-    proc = reproduce(out, "-p", "softmax_batch_sampler", "no-such-sampler")  # the softmax rows' stages raise
+    proc = reproduce(out, "-p", "softmax_batch_sampler", "no-such-sampler", chapters=["mnrl_sbert"])  # its softmax rows' stages raise
     log, _ = proc.communicate(timeout=800)
     assert proc.returncode == 1, log[-3000:]
     failed = [line for line in log.splitlines() if line.startswith("sentcl: FAILED mnrl_sbert: stage")]
@@ -111,10 +111,14 @@ def test_a_stage_that_raises_is_one_line_and_the_others_are_built(tmp_path):
 
 
 def test_jobs_are_the_chapters_a_task_can_build_with_their_plans():
-    p = {"mnrl_sbert": shipped_parameters("mnrl_sbert", "smoke"), "ifcl": shipped_parameters("ifcl", "smoke")}
+    p = {chapter: shipped_parameters(chapter, "smoke") for chapter in ("mnrl_sbert", "ifcl", "rcl")}
     found = jobs(p)
     assert [j.chapter for j in found] == CHAPTERS and found[0].plan.names == \
         [f"mnrl_sbert.{row}.seed.{s}" for row in ("MNRLSBERT", "SBERT") for s in p["mnrl_sbert"]["seeds"]]
+    rcl = found[1].plan  # the STS tasks' stages alone: Table 2's folds (faq_cross_validation builds a fold's runs together) are the notebook's
+    alone = [s.name for s in rcl.alone()]
+    assert alone == [n for n in rcl.names if not n.startswith("rcl.faq.")] and len(alone) < len(rcl.names)
+    assert {n.split(".")[1] for n in alone} == {"entropy", "store", "final"}
 
 
 def test_last_line_is_the_error_raised_in_the_worker():
