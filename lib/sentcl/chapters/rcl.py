@@ -15,6 +15,11 @@ dropout at the encoders' own rate is the Eq. 1 run of the same seed, on the STS 
 stage. :func:`rcl_paper_projection` multiplies the counts by the measured seconds per optimizer step
 (``benchmarks/results/rcl_gpu_h100.json``) and sentences per second.
 
+:func:`build` builds any one planned stage alone (``sentcl reproduce --executor ray``: one task each) by its
+``args``, through the functions the notebook itself calls (:func:`training_triplets`, :func:`augment`,
+:func:`base_store`, :func:`final_runs` and :func:`train_final`; Table 2's folds: :func:`faq_bank`,
+:func:`faq_arguments`, :func:`build_faq_stage`), so a task builds the very keys the notebook then finds.
+
 Sizes the parameters do not hold (:data:`PAPER_SIZES`): the NLI training triplets, the FAQ banks, the
 STS-B dev set; the STS test sets' sizes come from the data registry.
 """
@@ -223,24 +228,25 @@ def _faq_stages(p: Mapping[str, Any], bank: str, pairs: int) -> list[PlannedStag
     baselines = dict.fromkeys([dropout_run("attention dropout", q) for q in p["attention_dropout_ps"]]
                               + [dropout_run("DropHead", q) for q in p["drophead_ps"]])
     per_evaluation = round(dev + pairs)
-    # faq_cross_validation builds a fold's runs together: the notebook builds them (no task builds one alone)
-    trained = {"parameters": BERT_BASE_PARAMETERS, "checkpoint_steps": p["checkpoint_steps"], "alone": False}
+    trained = {"parameters": BERT_BASE_PARAMETERS, "checkpoint_steps": p["checkpoint_steps"]}
     selected = {"steps": selected_steps, "sentences": evaluations * per_evaluation, "evaluations": evaluations,
                 "evaluation_sentences": evaluations * per_evaluation, **trained}
     stages: list[PlannedStage] = []
     for fold in range(folds):
         initial = faq_stage(bank, fold, EQ1_RUN)
         stages += [PlannedStage(f"{bank}: initial and baseline models (Eq. 1), per fold", name=faq_stage(bank, fold, run),
-                                step="plain_eq1", **selected) for run in dict.fromkeys([EQ1_RUN, *baselines])]
+                                step="plain_eq1", args=("faq", (bank, fold, run, None)), **selected)
+                   for run in dict.fromkeys([EQ1_RUN, *baselines])]
         for phi in p["phis"][:k_rcl]:
             entropy, store = faq_stage(bank, fold, ENTROPY_RUN, phi), faq_stage(bank, fold, STORE_RUN, phi)
             stages += [PlannedStage(f"{bank}: entropy models, per fold", name=entropy, upstream=(initial,),
-                                    steps=entropy_steps, step="entropy_eq2", fewest_steps=earliest, **trained),
+                                    steps=entropy_steps, step="entropy_eq2", fewest_steps=earliest,
+                                    args=("faq", (bank, fold, ENTROPY_RUN, phi)), **trained),
                        PlannedStage(f"{bank}: stores, per fold", name=store, upstream=(entropy,), sentences=2 * train,
-                                    alone=False)]
+                                    args=("faq", (bank, fold, STORE_RUN, phi)))]
         stages.append(PlannedStage(f"{bank}: final models, per fold", name=faq_stage(bank, fold, RCL_RUN),
                                    upstream=tuple(faq_stage(bank, fold, STORE_RUN, phi) for phi in p["phis"][:k_rcl]),
-                                   step=measured_step(2 * k_rcl), **selected))
+                                   step=measured_step(2 * k_rcl), args=("faq", (bank, fold, RCL_RUN, None)), **selected))
     stages.append(PlannedStage(f"{bank}: test questions ranking the bank, per fold and model",
                                folds * (3 + len(p["attention_dropout_ps"]) + len(p["drophead_ps"])),
                                sentences=round(test + pairs)))
@@ -431,11 +437,62 @@ def train_final(run: ChapterRun, train: TrainingData, final: FinalRun, stores: S
                              train=run.train, name=f"{final.row} seed {final.seed}", stage=final_stage(final.run, final.seed))
 
 
+def faq_baselines(p: Mapping[str, Any]) -> dict[str, tuple[str, float]]:
+    """Table 2's baselines: their keys in the folds (their rows) -> their dropout switch (kind, rate)."""
+    return ({f"Attention dropout (p={q:g})": ("attention dropout", q) for q in p["attention_dropout_ps"]}
+            | {f"DropHead (p={q:g})": ("DropHead", q) for q in p["drophead_ps"]})
+
+
+def faq_bank(run: ChapterRun, bank: str) -> tuple[Any, list[Any]]:
+    """The FAQ ``bank``'s pairs and their ``faq_folds`` grouped folds (``faq_fold_seed``, ``faq_dev_fraction``)."""
+    from ..data.folds import grouped_query_folds
+
+    p = run.parameters
+    record = run.load(bank, "faq_pairs")
+    return record, grouped_query_folds(record, p["faq_folds"], p["faq_fold_seed"], dev_fraction=p["faq_dev_fraction"])
+
+
+def faq_arguments(run: ChapterRun, bank: str) -> dict[str, Any]:
+    """:func:`~sentcl.training.cross_validation.faq_cross_validation`'s arguments on ``bank`` but its pairs and folds
+    (:func:`faq_bank`): the base, the phis of RCL, the selected runs' and the entropy models' configurations, the
+    baselines' switches, each run's stage (:func:`faq_stage_names`)."""
+    from dataclasses import replace
+
+    from ..training import NoDuplicatesBatchSampler
+
+    p = run.parameters
+    config = replace(training_config(p, p["seeds"][0], p["faq_max_steps"]), epochs=p["faq_epochs"],
+                     eval_fraction=p["faq_eval_fraction"], metric_for_best="map")
+    baselines = faq_baselines(p)
+    switches = {key: switch_on(switch) for key, switch in baselines.items()}
+    runs = {key: dropout_run(*switch) for key, switch in baselines.items()}
+    return {"base": base_loader(run), "phis": p["phis"][:p["rcl_entropy_models"]], "config": config,
+            "entropy_config": entropy_config(p), "task": bank.upper(), "scale": p["scale"],
+            "regulator_scale": p["regulator_scale"], "baselines": switches, "patience": p["early_stopping_patience"],
+            "window": p["early_stopping_window"], "sampler": NoDuplicatesBatchSampler, "train": run.train,
+            "precision": p["encode_precision"], "stages": faq_stage_names(bank, runs, run.planned)}
+
+
+def build_faq_stage(run: ChapterRun, bank: str, fold: int, trained_as: str, phi: float | None) -> None:
+    """Build Table 2's run ``trained_as`` (:func:`faq_stage`'s run) of fold ``fold`` on ``bank`` alone, as the
+    notebook's cross-validation builds it (the runs it reads loaded from the cache)."""
+    from ..training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE, faq_fold_stage
+
+    record, folds = faq_bank(run, bank)
+    keys = {dropout_run(*switch): key for key, switch in reversed(faq_baselines(run.parameters).items())}
+    keys |= {EQ1_RUN: INITIAL, ENTROPY_RUN: ENTROPY_MODEL, STORE_RUN: STORE, RCL_RUN: FINAL}
+    faq_fold_stage(record=record, fold=next(f for f in folds if f.index == fold), model=keys[trained_as], phi=phi,
+                   **faq_arguments(run, bank))
+
+
 def build(run: ChapterRun, stage: PlannedStage) -> None:
     """Build one planned stage of the STS tasks (:func:`plan`; its ``args``) into the artifact cache, as the notebook
     would: an entropy model, a store (after its entropy model, from the cache) or a final model (after the stores
-    it reads). Table 2's folds are built by the notebook alone (their stages are not ``alone``)."""
+    it reads); or a run of one of Table 2's folds (:func:`build_faq_stage`)."""
     kind, what = stage.args
+    if kind == "faq":
+        build_faq_stage(run, *what)
+        return
     _, train = training_triplets(run)
     if kind == ENTROPY_RUN:
         entropy_model(run, train, what)
@@ -501,8 +558,8 @@ CHAPTER = Chapter(
 
 __all__ = ["CAPTIONS", "CHAPTER", "CONTROL_RUN", "ENCODER_ATTENTION_DROPOUT", "ENTROPY_RUN", "EQ1_ROW", "EQ1_RUN",
            "MEASURED_STEPS", "PAPER_SIZES", "RCL_ROW", "RCL_RUN", "STORE_RUN", "FinalRun", "augment", "base_loader",
-           "base_store", "build", "control_row", "data_needs", "dev_selection", "dev_set", "dropout_run", "entropy_config",
-           "entropy_model", "entropy_stage", "faq_banks_built", "faq_data_missing", "faq_stage", "faq_stage_names",
+           "base_store", "build", "build_faq_stage", "control_row", "data_needs", "dev_selection", "dev_set", "dropout_run", "entropy_config",
+           "entropy_model", "entropy_stage", "faq_arguments", "faq_bank", "faq_banks_built", "faq_baselines", "faq_data_missing", "faq_stage", "faq_stage_names",
            "final_runs", "final_stage", "measured_step", "memory_rows", "plan", "premise_triplets", "rcl_paper_projection",
            "regulators_row", "regulators_run", "store_stage", "sts_tables", "switch_on", "train_final", "training_config",
            "training_triplets"]
