@@ -475,9 +475,12 @@ def faq_arguments(run: ChapterRun, bank: str) -> dict[str, Any]:
 
 def build_faq_stage(run: ChapterRun, bank: str, fold: int, trained_as: str, phi: float | None) -> None:
     """Build Table 2's run ``trained_as`` (:func:`faq_stage`'s run) of fold ``fold`` on ``bank`` alone, as the
-    notebook's cross-validation builds it (the runs it reads loaded from the cache)."""
+    notebook's cross-validation builds it (the runs it reads loaded from the cache). A bank the run's data root lacks
+    builds nothing (:func:`faq_data_missing`: the notebook does not run it either)."""
     from ..training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE, faq_fold_stage
 
+    if faq_data_missing(bank, run.data.root):
+        return
     record, folds = faq_bank(run, bank)
     keys = {dropout_run(*switch): key for key, switch in reversed(faq_baselines(run.parameters).items())}
     keys |= {EQ1_RUN: INITIAL, ENTROPY_RUN: ENTROPY_MODEL, STORE_RUN: STORE, RCL_RUN: FINAL}
