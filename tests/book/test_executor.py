@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from sentcl.artifacts import MANIFEST
 from sentcl.book.executor import jobs, last_line
 from sentcl.book.layout import Layout
 from sentcl.book.parameters import shipped_parameters
@@ -105,7 +106,7 @@ def test_a_stage_that_raises_is_one_line_and_the_others_are_built(tmp_path):
     smoke = shipped_parameters("mnrl_sbert", "smoke")
     assert len(failed) == len(smoke["softmax_rows"]) * len(smoke["seeds"]), log[-3000:]
     assert all(".SBERT.seed." in line and "KeyError: 'no-such-sampler'" in line for line in failed), failed
-    built = {p.parent.name for p in (tmp_path / "cache" / "artifacts").glob("mnrl_sbert.*/*/manifest.json")}
+    built = {p.parent.parent.name for p in (tmp_path / "cache" / "artifacts").glob(f"mnrl_sbert.*/*/{MANIFEST}")}
     assert built == {f"mnrl_sbert.MNRLSBERT.seed.{s}" for s in smoke["seeds"]}  # the MNRL stages were built and kept
     assert not Layout(out).results("mnrl_sbert").exists()  # its notebook did not run on stages that failed
 
