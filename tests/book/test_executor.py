@@ -43,10 +43,16 @@ def readme_command() -> list[str]:
     return shlex.split(block.group(1).splitlines()[0].split("  #")[0])[1:]
 
 
-def reproduce(out: Path, *extra: str) -> subprocess.Popen:
-    """The README's command (a local cluster), writing to ``out`` and a cache beside it."""
+def reproduce(out: Path, *extra: str, only: list[str] | None = None) -> subprocess.Popen:
+    """The README's command (a local cluster), writing to ``out`` and a cache beside it (``only``: these chapters
+    instead of the README's)."""
+    argv = readme_command()
+    if only is not None:
+        start = argv.index("--only") + 1
+        end = next((i for i in range(start, len(argv)) if argv[i].startswith("-")), len(argv))
+        argv[start:end] = only
     env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"} | {"SENTCL_CACHE": str(out.parent / "cache")}
-    return subprocess.Popen([sys.executable, "-m", "sentcl", *readme_command(), "--out", str(out), *extra],
+    return subprocess.Popen([sys.executable, "-m", "sentcl", *argv, "--out", str(out), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
@@ -113,12 +119,12 @@ def test_the_ray_executor_gives_the_in_process_numbers_also_after_a_killed_worke
         assert record["config"]["built_by"].endswith(f"({record['device']})")  # the node and the device
     resumed = [r for r in records.values() if r["config"].get("resumed_from_step")]
     assert resumed, f"killed {killed}, but no stage resumed from a checkpoint"
-    assert "stages" in log and "mnrl_sbert" in log  # its progress bar
+    assert "stages" in log and all(chapter in log for chapter in CHAPTERS)  # their progress bars
 
 
 def test_a_stage_that_raises_is_one_line_and_the_others_are_built(tmp_path):
     out = tmp_path / "out"
-    proc = reproduce(out, "-p", "softmax_batch_sampler", "no-such-sampler")  # the softmax rows' stages raise
+    proc = reproduce(out, "-p", "softmax_batch_sampler", "no-such-sampler", only=["mnrl_sbert"])  # its softmax rows' stages raise
     log, _ = proc.communicate(timeout=800)
     assert proc.returncode == 1, log[-3000:]
     failed = [line for line in log.splitlines() if line.startswith("sentcl: FAILED mnrl_sbert: stage")]
@@ -137,6 +143,8 @@ def test_jobs_are_the_chapters_a_task_can_build_with_their_plans():
     mnrl = next(j for j in found if j.chapter == "mnrl_sbert")
     assert [s.name for s in mnrl.plan.alone()] == \
         [f"mnrl_sbert.{row}.seed.{s}" for row in ("MNRLSBERT", "SBERT") for s in p["mnrl_sbert"]["seeds"]]
+    rcl = next(j for j in found if j.chapter == "rcl").plan  # every stage alone: the STS tasks' and Table 2's folds' (the smoke data's COUGH)
+    assert [s.name for s in rcl.alone()] == rcl.names and {n.split(".")[1] for n in rcl.names} == {"entropy", "store", "final", "faq"}
 
 
 def test_last_line_is_the_error_raised_in_the_worker():

@@ -20,7 +20,15 @@ from sentcl.evaluation.retrieval import evaluate_retrieval
 from sentcl.evaluation.scoring import dev_evaluator
 from sentcl.models import set_attention_dropout, tiny_model
 from sentcl.training import SequentialBatchSampler, TrainingConfig
-from sentcl.training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE, UNTOUCHED, faq_cross_validation
+from sentcl.training.cross_validation import (
+    ENTROPY_MODEL,
+    FINAL,
+    INITIAL,
+    STORE,
+    UNTOUCHED,
+    faq_cross_validation,
+    faq_fold_stage,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/training/conftest.py
 
@@ -132,6 +140,38 @@ def test_each_fold_builds_its_runs_and_stores_under_the_stages_its_caller_names(
     assert named == expected
     stores = [stages(f, STORE, 0.01) for f in (0, 1)]
     assert sorted(d.name for d in cache.root.iterdir()) == sorted(expected + stores)
+
+
+@pytest.mark.slow
+def test_a_run_of_a_fold_built_alone_is_the_one_the_cross_validation_finds(bank, tmp_path):
+    """faq_fold_stage builds one named run of one fold (a chapter's task), the runs it reads too, under the keys
+    faq_cross_validation then finds: a baseline of fold 0 alone, then fold 1's final model (its initial model,
+    entropy model and store with it); the cross-validation trains only the others."""
+    folds = grouped_query_folds(bank, 2, seed=0, dev_fraction=0.2)
+    selection, entropy = configs()
+    selection, entropy = replace(selection, max_steps=1), replace(entropy, max_steps=1)
+    cache = ArtifactCache(tmp_path / "cache")
+    trained: list[str] = []
+
+    def train(trainer, stage):
+        result = trainer.train_cached(cache, stage_name=stage)
+        trained.extend([stage] if result.trained else [])
+        return result
+
+    def stages(fold, model, phi=None):
+        return stage_name("x", fold, model, *([] if phi is None else [phi]))
+
+    switches = {"Attention dropout (p=0.3)": lambda m: set_attention_dropout(m, 0.3)}
+    same = {"task": "COUGH", "scale": 20.0, "baselines": switches, "sampler": SequentialBatchSampler, "train": train,
+            "cache": cache, "precision": "fp32", "stages": stages}
+    base = lambda: tiny_model(seed=0)  # noqa: E731
+    faq_fold_stage(base, bank, folds[0], [0.01], selection, entropy, model="Attention dropout (p=0.3)", **same)
+    faq_fold_stage(base, bank, folds[1], [0.01], selection, entropy, model=FINAL, **same)
+    assert trained == [stages(0, "Attention dropout (p=0.3)"), stages(1, INITIAL), stages(1, ENTROPY_MODEL, 0.01),
+                       stages(1, FINAL)] and (cache.root / stages(1, STORE, 0.01)).is_dir()
+    trained.clear()
+    faq_cross_validation(base, bank, folds, [0.01], selection, entropy, **same)
+    assert trained == [stages(0, INITIAL), stages(0, ENTROPY_MODEL, 0.01), stages(0, FINAL), stages(1, "Attention dropout (p=0.3)")]
 
 
 def test_the_dev_evaluator_is_map_on_the_dev_questions_against_the_whole_bank(bank):

@@ -15,6 +15,11 @@ dropout at the encoders' own rate is the Eq. 1 run of the same seed, on the STS 
 stage. :func:`rcl_paper_projection` multiplies the counts by the measured seconds per optimizer step
 (``benchmarks/results/rcl_gpu_h100.json``) and sentences per second.
 
+:func:`build` builds any one planned stage alone (``sentcl reproduce --executor ray``: one task each) by its
+``args``, through the functions the notebook itself calls (:func:`training_triplets`, :func:`augment`,
+:func:`base_store`, :func:`final_runs` and :func:`train_final`; Table 2's folds: :func:`faq_bank`,
+:func:`faq_arguments`, :func:`build_faq_stage`), so a task builds the very keys the notebook then finds.
+
 Sizes the parameters do not hold (:data:`PAPER_SIZES`): the NLI training triplets, the FAQ banks, the
 STS-B dev set; the STS test sets' sizes come from the data registry.
 """
@@ -23,9 +28,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..book.chapter_spec import Chapter
 from ..book.cost import BERT_BASE_PARAMETERS, measured_checkpoint_write, projection, run_steps, scored_sentences
@@ -34,6 +39,15 @@ from ..book.gpu_memory import MemoryRow, benchmark_record
 from ..book.plan import Plan, PlannedStage, stage_name
 from ..book.results import paper_values
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+    from ..book.chapter import ChapterRun
+    from ..data.records import TrainingData
+    from ..embeddings.store import EmbeddingStore
+    from ..training import TrainingConfig, TrainingResult
+    from ..training.entropy_models import Augmentation
 
 NAME = "rcl"
 MEMORY_RECORD = "rcl_gpu_h100.json"
@@ -173,29 +187,24 @@ def plan(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> Plan:
     stages: list[PlannedStage] = []
     for phi in phis:
         stages += [PlannedStage("entropy models (Eq. 2), early-stopped", name=entropy_stage(phi), steps=entropy_steps,
-                                step="entropy_eq2", fewest_steps=earliest, **trained),
-                   PlannedStage(stores, name=store_stage(phi), upstream=(entropy_stage(phi),), sentences=2 * rows)]
-    stages += [PlannedStage(stores, name=store_stage(), sentences=2 * rows)] if control else []
+                                step="entropy_eq2", fewest_steps=earliest, args=(ENTROPY_RUN, phi), **trained),
+                   PlannedStage(stores, name=store_stage(phi), upstream=(entropy_stage(phi),), sentences=2 * rows,
+                                args=(STORE_RUN, phi))]
+    stages += [PlannedStage(stores, name=store_stage(), sentences=2 * rows, args=(STORE_RUN, None))] if control else []
 
-    finals: list[tuple[int, int, str, str]] = []  # (regulators, seed, run, group) of every row x seed the notebook trains
-    for seed in p["seeds"]:
-        finals += [(0, seed, EQ1_RUN, "Eq. 1 fine-tuning"), (2 * k_rcl, seed, RCL_RUN, "RCL")]
-        finals += [(2 * k_rcl, seed, CONTROL_RUN, "control")] if control else []
-    for seed in p["baseline_seeds"]:
-        finals += [(0, seed, dropout_run("attention dropout", q), "attention dropout") for q in p["attention_dropout_ps"]]
-        finals += [(0, seed, dropout_run("DropHead", q), "DropHead") for q in p["drophead_ps"]]
-        finals += [(2 * k, seed, regulators_run(2 * k), "Table 4") for k in p["table4_entropy_models"]
-                   if k != k_rcl and k <= len(phis)]
-    runs: dict[str, tuple[int, str, str]] = {}  # each run once, as first listed: stage -> (regulators, run, group)
-    for regulators, seed, run, group in finals:
-        runs.setdefault(final_stage(run, seed), (regulators, run, group))
-    for name, (regulators, run, _) in sorted(runs.items(), key=lambda item: item[1][0]):
-        groups = dict.fromkeys(group for r, _, group in runs.values() if r == regulators)
+    runs: dict[str, tuple[int, str, str, FinalRun]] = {}  # each run once, as first listed: stage -> (regulators, run, group, it)
+    for final in final_runs(p):
+        regulators = 2 * (k_rcl if final.run == CONTROL_RUN else len(final.phis))
+        runs.setdefault(final_stage(final.run, final.seed), (regulators, final.run, final.group, final))
+    for name, (regulators, run, _, final) in sorted(runs.items(), key=lambda item: item[1][0]):
+        groups = dict.fromkeys(group for r, _, group, _ in runs.values() if r == regulators)
         objective = "Eq. 1" if not regulators else f"Eq. 3 with {regulators} regulators"
-        read = (store_stage(),) if run == CONTROL_RUN else tuple(store_stage(phi) for phi in phis[:regulators // 2])
+        read = (store_stage(),) if run == CONTROL_RUN else tuple(store_stage(phi) for phi in final.phis)
         stages.append(PlannedStage(f"final models, {objective} ({', '.join(groups)})", name=name, upstream=read,
                                    steps=final_steps, step=measured_step(regulators), sentences=evaluations * dev,
-                                   evaluations=evaluations, evaluation_sentences=evaluations * dev, **trained))
+                                   evaluations=evaluations, evaluation_sentences=evaluations * dev,
+                                   args=("final", final), **trained))
+    finals = list(final_runs(p))
     stages.append(PlannedStage("STS test sets: every row and seed scored", 1 + len(phis) + len(finals), sentences=sts))
     built = faq_banks_built(p)
     for bank in p["faq_datasets"].values():
@@ -226,15 +235,18 @@ def _faq_stages(p: Mapping[str, Any], bank: str, pairs: int) -> list[PlannedStag
     for fold in range(folds):
         initial = faq_stage(bank, fold, EQ1_RUN)
         stages += [PlannedStage(f"{bank}: initial and baseline models (Eq. 1), per fold", name=faq_stage(bank, fold, run),
-                                step="plain_eq1", **selected) for run in dict.fromkeys([EQ1_RUN, *baselines])]
+                                step="plain_eq1", args=("faq", (bank, fold, run, None)), **selected)
+                   for run in dict.fromkeys([EQ1_RUN, *baselines])]
         for phi in p["phis"][:k_rcl]:
             entropy, store = faq_stage(bank, fold, ENTROPY_RUN, phi), faq_stage(bank, fold, STORE_RUN, phi)
             stages += [PlannedStage(f"{bank}: entropy models, per fold", name=entropy, upstream=(initial,),
-                                    steps=entropy_steps, step="entropy_eq2", fewest_steps=earliest, **trained),
-                       PlannedStage(f"{bank}: stores, per fold", name=store, upstream=(entropy,), sentences=2 * train)]
+                                    steps=entropy_steps, step="entropy_eq2", fewest_steps=earliest,
+                                    args=("faq", (bank, fold, ENTROPY_RUN, phi)), **trained),
+                       PlannedStage(f"{bank}: stores, per fold", name=store, upstream=(entropy,), sentences=2 * train,
+                                    args=("faq", (bank, fold, STORE_RUN, phi)))]
         stages.append(PlannedStage(f"{bank}: final models, per fold", name=faq_stage(bank, fold, RCL_RUN),
                                    upstream=tuple(faq_stage(bank, fold, STORE_RUN, phi) for phi in p["phis"][:k_rcl]),
-                                   step=measured_step(2 * k_rcl), **selected))
+                                   step=measured_step(2 * k_rcl), args=("faq", (bank, fold, RCL_RUN, None)), **selected))
     stages.append(PlannedStage(f"{bank}: test questions ranking the bank, per fold and model",
                                folds * (3 + len(p["attention_dropout_ps"]) + len(p["drophead_ps"])),
                                sentences=round(test + pairs)))
@@ -244,6 +256,258 @@ def _faq_stages(p: Mapping[str, Any], bank: str, pairs: int) -> list[PlannedStag
 def _evaluations(fraction: float, epochs: int, steps: int) -> int:
     """Evaluations of a run that evaluates every ``fraction`` of an epoch (0: none), at most one per step."""
     return min(steps, math.ceil(round(1 / fraction, 9)) * epochs) if fraction else 0
+
+
+EQ1_ROW, RCL_ROW = "Eq. 1 fine-tuning (no regulators)", "RCL"
+"""The rows of Eq. 1 fine-tuning (ours) and of RCL."""
+
+
+def control_row(p: Mapping[str, Any]) -> str:
+    """The control's row: Eq. 3 with as many regulators as RCL, all from the untouched base."""
+    return f"Eq. 3, {2 * p['rcl_entropy_models']} regulators from the untouched base (control)"
+
+
+def regulators_row(p: Mapping[str, Any], k: int) -> str:
+    """Table 4's row of the first ``k`` entropy models (``2 k`` regulators)."""
+    phis = p["phis"]
+    return f"{2 * k} regulators (phi = {', '.join(f'{q:g}' for q in phis[:k]) if k < 5 else '0.01, ..., 0.05'})"
+
+
+@dataclass(frozen=True)
+class FinalRun:
+    """One final model the notebook trains on the STS tasks: its ``row`` and ``seed``, the ``run`` it is (its stage:
+    :func:`final_stage`), the ``group`` the plan counts it under, the entropy models whose regulators it reads
+    (``phis``; the control reads the base's store instead) and its dropout ``switch`` ((kind, rate) or None)."""
+
+    row: str
+    seed: int
+    run: str
+    group: str
+    phis: tuple[float, ...] = ()
+    switch: tuple[str, float] | None = None
+
+
+def final_runs(p: Mapping[str, Any]) -> list[FinalRun]:
+    """Every final model the notebook trains with parameters ``p``, row by row and seed by seed, in its order (a
+    run two rows share, attention dropout at the encoders' own rate and Eq. 1, is listed under each)."""
+    phis, k_rcl = tuple(p["phis"]), p["rcl_entropy_models"]
+    found: list[FinalRun] = []
+    for seed in p["seeds"]:
+        found += [FinalRun(EQ1_ROW, seed, EQ1_RUN, "Eq. 1 fine-tuning"), FinalRun(RCL_ROW, seed, RCL_RUN, "RCL", phis[:k_rcl])]
+        found += [FinalRun(control_row(p), seed, CONTROL_RUN, "control")] if p["base_regulators_control"] else []
+    for seed in p["baseline_seeds"]:
+        found += [FinalRun(f"Attention dropout (p={q:g})", seed, dropout_run("attention dropout", q), "attention dropout",
+                           switch=("attention dropout", q)) for q in p["attention_dropout_ps"]]
+        found += [FinalRun(f"DropHead (p={q:g})", seed, dropout_run("DropHead", q), "DropHead", switch=("DropHead", q))
+                  for q in p["drophead_ps"]]
+        found += [FinalRun(regulators_row(p, k), seed, regulators_run(2 * k), "Table 4", phis[:k])
+                  for k in p["table4_entropy_models"] if k != k_rcl and k <= len(phis)]
+    return found
+
+
+def premise_triplets(records: Sequence[Any], p: Mapping[str, Any]) -> TrainingData:
+    """(premise, first entailment, first contradiction) per premise of ``records`` that has both (without the
+    contradiction where ``hard_negatives`` is off)."""
+    from ..data.records import TrainingData
+
+    found: dict[str, dict[str, str]] = {}
+    for r in records:
+        names = list(r.label_names)
+        for s1, s2, label in zip(r.sentences1, r.sentences2, r.labels, strict=True):
+            slot = found.setdefault(s1, {})
+            slot.setdefault(names[label], s2)
+    rows = [(q, h["entailment"], h["contradiction"]) for q, h in found.items() if {"entailment", "contradiction"} <= set(h)]
+    columns = dict(zip(["query", "index", "negative"], map(list, zip(*rows, strict=True)), strict=True))
+    if not p["hard_negatives"]:
+        columns.pop("negative")
+    return TrainingData(columns, name=" + ".join(p["nli_datasets"]) + " triplets")
+
+
+def training_triplets(run: ChapterRun) -> tuple[TrainingData, TrainingData]:
+    """The run's NLI premise triplets (checked against ``expected_triplets``) and those trained on (``train_rows``
+    of them, seeded): what every entropy model, store and final model of the STS tasks trains on or encodes."""
+    from ..data.records import subset
+
+    p = run.parameters
+    triplets = premise_triplets([run.load(*name.split("/")) for name in p["nli_datasets"]], p)
+    expected = p["expected_triplets"]
+    if expected and len(triplets) != expected:
+        raise ConfigError(f"{len(triplets)} triplets, expected {expected}")
+    return triplets, subset(triplets, p["train_rows"], 0, "train_rows")
+
+
+def base_loader(run: ChapterRun) -> Callable[[], SentenceTransformer]:
+    """A loader of the untouched base model (each call a fresh copy)."""
+    from ..models import load_encoder
+
+    p = run.parameters
+    return lambda: load_encoder(p["base_model"], max_seq_length=p["max_seq_length"])
+
+
+def training_config(p: Mapping[str, Any], seed: int, steps: int | None = None, **options: Any) -> TrainingConfig:
+    """The chapter's training configuration with ``seed``, at most ``steps`` optimizer steps (None: ``max_steps``;
+    0: the epochs), ``options`` added (``warmup_ratio`` replaces the parameter's)."""
+    from ..training import TrainingConfig
+
+    steps = p["max_steps"] if steps is None else steps
+    return TrainingConfig(epochs=p["epochs"], batch_size=p["batch_size"], learning_rate=p["learning_rate"], optimizer="adamw",
+                          weight_decay=p["weight_decay"], warmup_ratio=options.pop("warmup_ratio", p["warmup_ratio"]),
+                          max_grad_norm=1.0, seed=seed, checkpoint_steps=p["checkpoint_steps"] or None,
+                          max_steps=steps or None, precision=p["precision"], **options)
+
+
+def entropy_config(p: Mapping[str, Any]) -> TrainingConfig:
+    """The entropy models' configuration (the first seed, ``entropy_max_steps``, their own warm-up)."""
+    return training_config(p, p["seeds"][0], p["entropy_max_steps"], warmup_ratio=p["entropy_warmup_ratio"])
+
+
+def augment(run: ChapterRun, train: TrainingData, phis: Sequence[float]) -> Augmentation:
+    """Algorithm 1, lines 2-5 on the STS tasks' triplets ``train``: the entropy model of each φ of ``phis`` and its
+    store, under :func:`entropy_stage` and :func:`store_stage` (cached: what is built is loaded)."""
+    from ..training import NoDuplicatesBatchSampler
+    from ..training.entropy_models import augment as augment_phis
+
+    p = run.parameters
+    return augment_phis(base_loader(run), train, phis, entropy_config(p), scale=p["scale"],
+                        patience=p["early_stopping_patience"], window=p["early_stopping_window"],
+                        sampler=NoDuplicatesBatchSampler, train=run.train, precision=p["encode_precision"],
+                        show_progress=False, stages=lambda phi: (entropy_stage(phi), run.planned(store_stage(phi))))
+
+
+def entropy_model(run: ChapterRun, train: TrainingData, phi: float) -> tuple[SentenceTransformer, TrainingResult]:
+    """The entropy model at ``phi`` alone (its store not built), as :func:`augment` trains it."""
+    from ..training import NoDuplicatesBatchSampler
+    from ..training.entropy_models import train_entropy_model
+
+    p = run.parameters
+    return train_entropy_model(base_loader(run), train, phi, entropy_config(p), scale=p["scale"],
+                               patience=p["early_stopping_patience"], window=p["early_stopping_window"],
+                               sampler=NoDuplicatesBatchSampler(), train=run.train, stage=entropy_stage(phi))
+
+
+def base_store(run: ChapterRun, train: TrainingData) -> EmbeddingStore:
+    """The untouched base model's store of ``train`` (the control's regulators), under :func:`store_stage`."""
+    from ..artifacts import ArtifactCache
+    from ..training.entropy_models import augmented_store
+
+    return augmented_store(base_loader(run)(), train, cache=ArtifactCache(), precision=run.parameters["encode_precision"],
+                           show_progress=False, stage=run.planned(store_stage()))
+
+
+def dev_set(run: ChapterRun) -> Any:
+    """STS-B dev (``dev_max_pairs`` of it, seeded): the final models' selection set."""
+    from ..data.records import subset
+
+    return subset(run.load("stsbenchmark", "dev"), run.parameters["dev_max_pairs"], 0, "dev_max_pairs")
+
+
+def dev_selection(run: ChapterRun, dev: Any) -> Any:
+    """The final models' STS-B dev evaluator on ``dev`` (None without selection: ``final_eval_fraction`` 0)."""
+    from ..evaluation.scoring import dev_evaluator
+
+    p = run.parameters
+    return dev_evaluator("STSb", dev, precision=p["encode_precision"]) if p["final_eval_fraction"] else None
+
+
+def switch_on(switch: tuple[str, float] | None) -> Callable[[SentenceTransformer], Any] | None:
+    """The model change of a dropout ``switch`` ((kind, rate); None: none)."""
+    from ..models import set_attention_dropout, set_drophead
+
+    if switch is None:
+        return None
+    kind, rate = switch
+    turn = {"attention dropout": set_attention_dropout, "DropHead": set_drophead}[kind]
+    return lambda m: turn(m, rate)
+
+
+def train_final(run: ChapterRun, train: TrainingData, final: FinalRun, stores: Sequence[EmbeddingStore],
+                evaluator: Any) -> tuple[SentenceTransformer, TrainingResult]:
+    """Algorithm 1, line 7: the final model ``final`` (Eq. 3 with the regulators of ``stores``; none: Eq. 1), selected
+    on ``evaluator`` (:func:`dev_selection`) where ``final_eval_fraction`` is set, under :func:`final_stage`."""
+    from ..training import NoDuplicatesBatchSampler
+    from ..training.entropy_models import train_final_model
+
+    p = run.parameters
+    load, turn = base_loader(run), switch_on(final.switch)
+    start = (lambda: turn(load())) if turn else load
+    fraction = p["final_eval_fraction"]
+    selection = {"eval_fraction": fraction, "metric_for_best": "spearman"} if fraction else {}
+    return train_final_model(start, train, list(stores), training_config(p, final.seed, **selection), scale=p["scale"],
+                             regulator_scale=p["regulator_scale"], sampler=NoDuplicatesBatchSampler(), evaluator=evaluator,
+                             train=run.train, name=f"{final.row} seed {final.seed}", stage=final_stage(final.run, final.seed))
+
+
+def faq_baselines(p: Mapping[str, Any]) -> dict[str, tuple[str, float]]:
+    """Table 2's baselines: their keys in the folds (their rows) -> their dropout switch (kind, rate)."""
+    return ({f"Attention dropout (p={q:g})": ("attention dropout", q) for q in p["attention_dropout_ps"]}
+            | {f"DropHead (p={q:g})": ("DropHead", q) for q in p["drophead_ps"]})
+
+
+def faq_bank(run: ChapterRun, bank: str) -> tuple[Any, list[Any]]:
+    """The FAQ ``bank``'s pairs and their ``faq_folds`` grouped folds (``faq_fold_seed``, ``faq_dev_fraction``)."""
+    from ..data.folds import grouped_query_folds
+
+    p = run.parameters
+    record = run.load(bank, "faq_pairs")
+    return record, grouped_query_folds(record, p["faq_folds"], p["faq_fold_seed"], dev_fraction=p["faq_dev_fraction"])
+
+
+def faq_arguments(run: ChapterRun, bank: str) -> dict[str, Any]:
+    """:func:`~sentcl.training.cross_validation.faq_cross_validation`'s arguments on ``bank`` but its pairs and folds
+    (:func:`faq_bank`): the base, the phis of RCL, the selected runs' and the entropy models' configurations, the
+    baselines' switches, each run's stage (:func:`faq_stage_names`)."""
+    from dataclasses import replace
+
+    from ..training import NoDuplicatesBatchSampler
+
+    p = run.parameters
+    config = replace(training_config(p, p["seeds"][0], p["faq_max_steps"]), epochs=p["faq_epochs"],
+                     eval_fraction=p["faq_eval_fraction"], metric_for_best="map")
+    baselines = faq_baselines(p)
+    switches = {key: switch_on(switch) for key, switch in baselines.items()}
+    runs = {key: dropout_run(*switch) for key, switch in baselines.items()}
+    return {"base": base_loader(run), "phis": p["phis"][:p["rcl_entropy_models"]], "config": config,
+            "entropy_config": entropy_config(p), "task": bank.upper(), "scale": p["scale"],
+            "regulator_scale": p["regulator_scale"], "baselines": switches, "patience": p["early_stopping_patience"],
+            "window": p["early_stopping_window"], "sampler": NoDuplicatesBatchSampler, "train": run.train,
+            "precision": p["encode_precision"], "stages": faq_stage_names(bank, runs, run.planned)}
+
+
+def build_faq_stage(run: ChapterRun, bank: str, fold: int, trained_as: str, phi: float | None) -> None:
+    """Build Table 2's run ``trained_as`` (:func:`faq_stage`'s run) of fold ``fold`` on ``bank`` alone, as the
+    notebook's cross-validation builds it (the runs it reads loaded from the cache). A bank the run's data root lacks
+    builds nothing (:func:`faq_data_missing`: the notebook does not run it either)."""
+    from ..training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE, faq_fold_stage
+
+    if faq_data_missing(bank, run.data.root):
+        return
+    record, folds = faq_bank(run, bank)
+    keys = {dropout_run(*switch): key for key, switch in reversed(faq_baselines(run.parameters).items())}
+    keys |= {EQ1_RUN: INITIAL, ENTROPY_RUN: ENTROPY_MODEL, STORE_RUN: STORE, RCL_RUN: FINAL}
+    faq_fold_stage(record=record, fold=next(f for f in folds if f.index == fold), model=keys[trained_as], phi=phi,
+                   **faq_arguments(run, bank))
+
+
+def build(run: ChapterRun, stage: PlannedStage) -> None:
+    """Build one planned stage of the STS tasks (:func:`plan`; its ``args``) into the artifact cache, as the notebook
+    would: an entropy model, a store (after its entropy model, from the cache) or a final model (after the stores
+    it reads); or a run of one of Table 2's folds (:func:`build_faq_stage`)."""
+    kind, what = stage.args
+    if kind == "faq":
+        build_faq_stage(run, *what)
+        return
+    _, train = training_triplets(run)
+    if kind == ENTROPY_RUN:
+        entropy_model(run, train, what)
+    elif kind == STORE_RUN:
+        augment(run, train, [what]) if what is not None else base_store(run, train)
+    elif kind == "final":
+        k_rcl = run.parameters["rcl_entropy_models"]
+        stores = ([base_store(run, train)] * k_rcl if what.run == CONTROL_RUN
+                  else augment(run, train, what.phis).stores_for(list(what.phis)) if what.phis else [])
+        train_final(run, train, what, stores, dev_selection(run, dev_set(run)))
+    else:
+        raise ConfigError(f"{stage.name}: no builder for a stage of kind {kind!r}")
 
 
 def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
@@ -291,10 +555,14 @@ CHAPTER = Chapter(
     memory_record=MEMORY_RECORD,
     needs=data_needs,
     plan=plan,
+    build=build,
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "CONTROL_RUN", "ENCODER_ATTENTION_DROPOUT", "ENTROPY_RUN", "EQ1_RUN", "MEASURED_STEPS",
-           "PAPER_SIZES", "RCL_RUN", "STORE_RUN", "data_needs", "dropout_run", "entropy_stage", "faq_banks_built",
-           "faq_data_missing", "faq_stage", "faq_stage_names", "final_stage", "measured_step", "memory_rows", "plan",
-           "rcl_paper_projection", "regulators_run", "store_stage", "sts_tables"]
+__all__ = ["CAPTIONS", "CHAPTER", "CONTROL_RUN", "ENCODER_ATTENTION_DROPOUT", "ENTROPY_RUN", "EQ1_ROW", "EQ1_RUN",
+           "MEASURED_STEPS", "PAPER_SIZES", "RCL_ROW", "RCL_RUN", "STORE_RUN", "FinalRun", "augment", "base_loader",
+           "base_store", "build", "build_faq_stage", "control_row", "data_needs", "dev_selection", "dev_set", "dropout_run", "entropy_config",
+           "entropy_model", "entropy_stage", "faq_arguments", "faq_bank", "faq_banks_built", "faq_baselines", "faq_data_missing", "faq_stage", "faq_stage_names",
+           "final_runs", "final_stage", "measured_step", "memory_rows", "plan", "premise_triplets", "rcl_paper_projection",
+           "regulators_row", "regulators_run", "store_stage", "sts_tables", "switch_on", "train_final", "training_config",
+           "training_triplets"]

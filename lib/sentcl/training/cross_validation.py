@@ -32,7 +32,15 @@ from sentcl.embeddings import embedder
 from sentcl.errors import ConfigError
 from sentcl.evaluation.significance import seed_mean_std
 from sentcl.training.config import TrainingConfig
-from sentcl.training.entropy_models import LoadModel, Train, augment, train_final_model, train_initial_model
+from sentcl.training.entropy_models import (
+    Augmentation,
+    LoadModel,
+    Train,
+    augment,
+    train_entropy_model,
+    train_final_model,
+    train_initial_model,
+)
 from sentcl.training.samplers import BatchSampler
 
 Switch = Callable[[SentenceTransformer], SentenceTransformer]
@@ -91,16 +99,9 @@ def faq_cross_validation(
     models train with its own seed, ``seeds[i]`` for fold i (default ``config.seed`` + the fold's index),
     in both configurations. Every training run and store is cached (``train``: a chapter's run-recording trainer;
     ``stages``: their artifact stage names, None: the cache's defaults), so a rerun only evaluates."""
-    from sentcl.evaluation.scoring import dev_evaluator, evaluate_tasks
-    from sentcl.evaluation.tasks import task as find_task
+    from sentcl.evaluation.scoring import evaluate_tasks
 
-    spec = find_task(task)
-    if spec.relevance_level is None:
-        raise ConfigError(f"{spec.name} is not a retrieval task; FAQ cross-validation ranks the FAQ's answers")
-    if (record.name, record.split) != (spec.dataset, spec.split):
-        raise ConfigError(f"{spec.name} is computed on {spec.dataset}/{spec.split}, got {record.name}/{record.split}")
-    if config.metric_for_best != "map":
-        raise ConfigError("the FAQ models are selected by dev MAP (Appendix A.1): set metric_for_best='map' and a schedule")
+    spec = _task_spec(task, record, config)
     if not folds:
         raise ConfigError("no folds given (grouped_query_folds makes them)")
     clash = sorted(set(baselines or {}) & {UNTOUCHED, INITIAL, FINAL})
@@ -114,40 +115,123 @@ def faq_cross_validation(
         raise ConfigError(f"folds {undeveloped}: no dev queries to select models on (give grouped_query_folds a dev_fraction)")
     out = FaqCrossValidation(spec.name, list(folds), seeds)
     for fold, seed in zip(folds, seeds, strict=True):
-        selection, entropy = replace(config, seed=seed), replace(entropy_config, seed=seed)
-        where = f"{spec.name} fold {fold.index + 1}/{fold.k}"
-        pairs = fold_pairs(record, fold.train, relevance_level=spec.relevance_level, name=f"{where} training pairs")
-        # dev MAP, a fraction (Appendix A.1: the model "who has the highest MAP value on the development dataset")
-        dev = dev_evaluator(spec, record.take(fold.rows(record, "dev")), metric_keys=["map"], precision=precision)
+        runs = _FoldRuns(spec, record, fold, seed, config, entropy_config, scale=scale, regulator_scale=regulator_scale,
+                         patience=patience, window=window, sampler=sampler, train=train, cache=cache, precision=precision,
+                         stages=stages)
         test = record.take(fold.rows(record, "test"))
 
         def score(key: str, model: SentenceTransformer) -> None:
             values = evaluate_tasks(embedder(model, precision=precision, show_progress=False), {spec.name: test})  # noqa: B023 - called in this fold's iteration only
             out.per_fold.setdefault(key, []).append(values[spec.name])
 
-        def stage(model: str, phi: float | None = None) -> str | None:
-            return stages(fold.index, model, phi) if stages else None  # noqa: B023 - called in this fold's iteration only
-
-        def selected(start: LoadModel, name: str, key: str) -> LoadModel:
-            return train_initial_model(start, pairs, selection, scale=scale, evaluator=dev, train=train,  # noqa: B023 - called in this fold's iteration only
-                                       sampler=sampler() if sampler else None, name=f"{where} {name}", stage=stage(key))[0]  # noqa: B023 - called in this fold's iteration only
-
         score(UNTOUCHED, base())
-        initial = selected(base, "initial model (Eq. 1)", INITIAL)
+        initial = runs.selected(base, INITIAL)
         score(INITIAL, initial())
         for key, switch in (baselines or {}).items():
-            score(key, selected(lambda switch=switch: switch(base()), key, key)())  # type: ignore[misc]  # mypy cannot type a lambda's default
-        augmented_stages = {float(phi): (stages(fold.index, ENTROPY_MODEL, phi), stages(fold.index, STORE, phi))
-                            for phi in phis} if stages else None
-        augmented = augment(initial, pairs, phis, entropy, scale=scale, patience=patience, window=window,
-                            cache=cache, sampler=sampler, train=train, precision=precision, show_progress=False,
-                            name=f"{where} ", stages=augmented_stages.__getitem__ if augmented_stages else None)
-        model, _ = train_final_model(base, pairs, augmented.stores_for(augmented.phis), selection, scale=scale,
-                                     regulator_scale=regulator_scale, sampler=sampler() if sampler else None,
-                                     evaluator=dev, train=train, name=f"{where} RCL", stage=stage(FINAL))
-        score(FINAL, model)
+            score(key, runs.selected(lambda switch=switch: switch(base()), key)())  # type: ignore[misc]  # mypy cannot type a lambda's default
+        score(FINAL, runs.final(base, runs.augment(initial, phis)))
     return out
 
 
+def faq_fold_stage(
+    base: LoadModel, record: RetrievalSet, fold: Fold, phis: Sequence[float], config: TrainingConfig,
+    entropy_config: TrainingConfig, *, task: str, model: str, phi: float | None = None, scale: float,
+    regulator_scale: float | None = None, baselines: Mapping[str, Switch] | None = None, patience: int = 3,
+    window: int = 1, sampler: Callable[[], BatchSampler] | None = None, train: Train | None = None,
+    cache: ArtifactCache | None = None, precision: str = "auto", seed: int | None = None, stages: FoldStages,
+) -> None:
+    """Build one run of one fold of :func:`faq_cross_validation` (same arguments; ``seed``: the fold's, default
+    ``config.seed`` + its index) alone, under its stage ``stages(fold.index, model, phi)``: ``model`` is
+    :data:`INITIAL`, a baseline's key, :data:`ENTROPY_MODEL` or :data:`STORE` at ``phi`` (one of ``phis``), or
+    :data:`FINAL`. The runs it reads (the initial model, the entropy models and their stores) are loaded from the
+    cache (built where missing), as :func:`faq_cross_validation` would build them; nothing is scored."""
+    spec = _task_spec(task, record, config)
+    runs = _FoldRuns(spec, record, fold, config.seed + fold.index if seed is None else int(seed), config, entropy_config,
+                     scale=scale, regulator_scale=regulator_scale, patience=patience, window=window, sampler=sampler,
+                     train=train, cache=cache, precision=precision, stages=stages)
+    if model in (baselines or {}):
+        switch = (baselines or {})[model]
+        runs.selected(lambda: switch(base()), model)
+        return
+    if model not in (INITIAL, ENTROPY_MODEL, STORE, FINAL):
+        raise ConfigError(f"no run {model!r} in a fold: {INITIAL!r}, a baseline ({sorted(baselines or {})}), "
+                          f"{ENTROPY_MODEL!r}, {STORE!r} or {FINAL!r}")
+    initial = runs.selected(base, INITIAL)
+    if model == ENTROPY_MODEL:
+        runs.entropy_model(initial, float(phi))  # type: ignore[arg-type]
+    elif model == STORE:
+        runs.augment(initial, [float(phi)])  # type: ignore[arg-type]
+    elif model == FINAL:
+        runs.final(base, runs.augment(initial, phis))
+
+
+def _task_spec(task: str, record: RetrievalSet, config: TrainingConfig):
+    from sentcl.evaluation.tasks import task as find_task
+
+    spec = find_task(task)
+    if spec.relevance_level is None:
+        raise ConfigError(f"{spec.name} is not a retrieval task; FAQ cross-validation ranks the FAQ's answers")
+    if (record.name, record.split) != (spec.dataset, spec.split):
+        raise ConfigError(f"{spec.name} is computed on {spec.dataset}/{spec.split}, got {record.name}/{record.split}")
+    if config.metric_for_best != "map":
+        raise ConfigError("the FAQ models are selected by dev MAP (Appendix A.1): set metric_for_best='map' and a schedule")
+    return spec
+
+
+class _FoldRuns:
+    """The training runs of one fold (its seed in both configurations, its training pairs, its dev-MAP evaluator)."""
+
+    def __init__(self, spec, record: RetrievalSet, fold: Fold, seed: int, config: TrainingConfig,
+                 entropy_config: TrainingConfig, *, scale: float, regulator_scale: float | None, patience: int, window: int,
+                 sampler: Callable[[], BatchSampler] | None, train: Train | None, cache: ArtifactCache | None,
+                 precision: str, stages: FoldStages | None):
+        from sentcl.evaluation.scoring import dev_evaluator
+
+        self.fold, self.stages, self.scale, self.regulator_scale = fold, stages, scale, regulator_scale
+        self.patience, self.window, self.sampler, self.train, self.cache, self.precision = (
+            patience, window, sampler, train, cache, precision)
+        self.selection, self.entropy = replace(config, seed=seed), replace(entropy_config, seed=seed)
+        self.where = f"{spec.name} fold {fold.index + 1}/{fold.k}"
+        self.pairs = fold_pairs(record, fold.train, relevance_level=spec.relevance_level, name=f"{self.where} training pairs")
+        # dev MAP, a fraction (Appendix A.1: the model "who has the highest MAP value on the development dataset")
+        self.dev = dev_evaluator(spec, record.take(fold.rows(record, "dev")), metric_keys=["map"], precision=precision)
+
+    def stage(self, model: str, phi: float | None = None) -> str | None:
+        return self.stages(self.fold.index, model, phi) if self.stages else None
+
+    def selected(self, start: LoadModel, key: str) -> LoadModel:
+        """Eq. 1 from ``start()``, the dev-MAP-best evaluation kept: the initial model (``key`` :data:`INITIAL`) or a
+        baseline's."""
+        return train_initial_model(start, self.pairs, self.selection, scale=self.scale, evaluator=self.dev, train=self.train,
+                                   sampler=self.sampler() if self.sampler else None, name=f"{self.where} {key}",
+                                   stage=self.stage(key))[0]
+
+    def _stages(self, phis: Sequence[float]):
+        named = {float(phi): (self.stages(self.fold.index, ENTROPY_MODEL, phi), self.stages(self.fold.index, STORE, phi))
+                 for phi in phis} if self.stages else None
+        return named.__getitem__ if named else None
+
+    def augment(self, initial: LoadModel, phis: Sequence[float]) -> Augmentation:
+        """The entropy models of ``phis`` from the initial model, and their stores."""
+        return augment(initial, self.pairs, phis, self.entropy, scale=self.scale, patience=self.patience, window=self.window,
+                       cache=self.cache, sampler=self.sampler, train=self.train, precision=self.precision,
+                       show_progress=False, name=f"{self.where} ", stages=self._stages(phis))
+
+    def entropy_model(self, initial: LoadModel, phi: float) -> None:
+        """The entropy model at ``phi`` alone (its store not built), as :meth:`augment` trains it."""
+        entropy, _ = self._stages([phi])(float(phi)) if self.stages else (None, None)
+        train_entropy_model(initial, self.pairs, float(phi), self.entropy, scale=self.scale, patience=self.patience,
+                            window=self.window, sampler=self.sampler() if self.sampler else None, train=self.train,
+                            name=f"{self.where} ", stage=entropy)
+
+    def final(self, base: LoadModel, augmented: Augmentation) -> SentenceTransformer:
+        """The final model from the base with the regulators of ``augmented``'s stores, selected by dev MAP."""
+        model, _ = train_final_model(base, self.pairs, augmented.stores_for(augmented.phis), self.selection,
+                                     scale=self.scale, regulator_scale=self.regulator_scale,
+                                     sampler=self.sampler() if self.sampler else None, evaluator=self.dev,
+                                     train=self.train, name=f"{self.where} RCL", stage=self.stage(FINAL))
+        return model
+
+
 __all__ = ["ENTROPY_MODEL", "FINAL", "INITIAL", "STORE", "UNTOUCHED", "FaqCrossValidation", "FoldStages", "Switch",
-           "faq_cross_validation"]
+           "faq_cross_validation", "faq_fold_stage"]
