@@ -74,12 +74,6 @@ class Plan:
                 raise ConfigError(f"{chapter}'s plan: stage {s.name!r} reads {missing}, not planned before it")
             self._by_name[s.name] = s
 
-    @classmethod
-    def counting(cls, chapter: str, stages: Iterable[Stage]) -> Plan:
-        """A plan of ``stages`` counted only, none named as an artifact (a chapter whose notebook does not build
-        through its plan yet: its cost is counted, its artifacts not checked)."""
-        return cls(chapter, [PlannedStage(**asdict(s)) for s in stages])
-
     @property
     def names(self) -> list[str]:
         """Every artifact stage's name, in build order."""
