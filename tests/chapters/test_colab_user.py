@@ -219,6 +219,7 @@ def test_every_chapter_runs_under_papermill_with_only_the_profile(chapter, smoke
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("SENTCL_DATA", "SENTCL_PROGRESS", "SENTCL_PROGRESS_LABEL",
                                                             "SENTCL_RUN_ID", "PYTEST_CURRENT_TEST")}
+    env["SENTCL_CACHE"] = str(out.parent / "cache")  # the smoke book's own cache (tests/conftest.py)
     if chapter == "geometry":  # it draws every chapter's geometry files found in its out_dir: give it the others'
         shutil.copytree(out / "geometry", work / "runs" / "smoke" / "geometry")
         for path in (work / "runs" / "smoke" / "geometry").glob("geometry*"):

@@ -22,6 +22,10 @@ stage. :func:`rcl_paper_projection` multiplies the counts by the measured second
 
 Sizes the parameters do not hold (:data:`PAPER_SIZES`): the NLI training triplets, the FAQ banks, the
 STS-B dev set; the STS test sets' sizes come from the data registry.
+
+Why this module is long: it is the one place that knows how RCL's stages are made (its plan, and the functions that
+build each stage, which the notebook and the Ray executor's tasks share), so that a task builds exactly the keys the
+notebook finds; split, the plan and the builders would drift apart as the hand-kept counts once did.
 """
 
 from __future__ import annotations
