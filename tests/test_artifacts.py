@@ -189,3 +189,48 @@ def test_load_or_build_discards_a_stage_that_does_not_load(tmp_path, capfd):
     with pytest.raises(json.JSONDecodeError):
         cache.load_or_build(Stage("result", {"k": 2}), broken, load)
     assert broken.calls == 1
+
+
+BUILDER = """
+import json, os, sys, time
+from pathlib import Path
+from sentcl.artifacts import ArtifactCache, Stage
+root, log, go = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+(go.parent / f"ready-{os.getpid()}").touch()  # imported: both start asking together
+while not go.exists():
+    time.sleep(0.01)
+def build(work):
+    with open(log, "a") as fh:
+        fh.write(f"built by {os.getpid()}\\n")
+    time.sleep(1.0)
+    (work / "out.txt").write_text(str(os.getpid()))
+asked = time.time()
+path = ArtifactCache(root).get_or_build(Stage("train", {"k": 1}), build)
+print(json.dumps({"pid": os.getpid(), "asked": asked, "got": time.time(), "path": str(path)}))
+"""
+
+
+def test_two_processes_on_one_cache_build_a_stage_once(tmp_path):
+    """Two commands on one cache (e.g. two ``sentcl reproduce --executor ray`` or two Ray tasks of one stage): the
+    stage lock makes the second wait for the first's build and load it; the stage is built once."""
+    import subprocess
+    import sys
+    import time
+
+    log, go = tmp_path / "builds.log", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", BUILDER, str(tmp_path / "cache"), str(log), str(go)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    deadline = time.time() + 120
+    while len(list(tmp_path.glob("ready-*"))) < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    seen = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    builds = log.read_text().splitlines()
+    assert len(builds) == 1, builds  # built once
+    builder = int(builds[0].split()[-1])
+    waiter = next(s for s in seen if s["pid"] != builder)
+    built = next(s for s in seen if s["pid"] == builder)
+    assert waiter["asked"] < built["got"] and waiter["got"] >= built["got"] - 0.05  # it asked while the other built, and waited
+    assert seen[0]["path"] == seen[1]["path"]
+    assert (Path(seen[0]["path"]) / "out.txt").read_text() == str(builder)
