@@ -29,9 +29,8 @@ from sentcl.chapters import CHAPTERS as REGISTRY
 from sentcl.training.checkpoint import checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = [name for name, chapter in REGISTRY.items() if chapter.build is not None]
-"""The chapters whose stages a task builds (a Chapter.build): every one is run through Ray here (and the README's
-command names them all)."""
+BUILDABLE = [name for name, chapter in REGISTRY.items() if chapter.build is not None]
+"""The chapters whose stages a task builds (a Chapter.build): every chapter."""
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -43,24 +42,39 @@ def readme_command() -> list[str]:
     return shlex.split(block.group(1).splitlines()[0].split("  #")[0])[1:]
 
 
+def only_span(argv: list[str]) -> slice:
+    """Where the chapters of a command's ``--only`` are in its arguments."""
+    start = argv.index("--only") + 1
+    return slice(start, next((i for i in range(start, len(argv)) if argv[i].startswith("-")), len(argv)))
+
+
+def readme_chapters() -> list[str]:
+    """The chapters the README's first command runs through Ray (its ``--only``)."""
+    argv = readme_command()
+    return argv[only_span(argv)]
+
+
+CHAPTERS = readme_chapters()
+"""The chapters run through Ray here: RCL and another (the whole smoke book through Ray, compared file for file
+with the in-process one, is ``benchmarks/ray_executor.py --profile smoke``: too long for make test's budget)."""
+
+
 def reproduce(out: Path, *extra: str, only: list[str] | None = None) -> subprocess.Popen:
     """The README's command (a local cluster), writing to ``out`` and a cache beside it (``only``: these chapters
     instead of the README's)."""
     argv = readme_command()
     if only is not None:
-        start = argv.index("--only") + 1
-        end = next((i for i in range(start, len(argv)) if argv[i].startswith("-")), len(argv))
-        argv[start:end] = only
+        argv[only_span(argv)] = only
     env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"} | {"SENTCL_CACHE": str(out.parent / "cache")}
     return subprocess.Popen([sys.executable, "-m", "sentcl", *argv, "--out", str(out), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
-def test_the_readmes_command_runs_every_chapter_a_task_can_build_on_a_local_cluster():
+def test_the_readmes_command_runs_rcl_and_another_chapter_on_a_local_cluster():
     argv = readme_command()
     assert argv[:3] == ["reproduce", "--profile", "smoke"] and "--address" not in argv
     assert argv[argv.index("--executor") + 1] == "ray"
-    assert argv[argv.index("--only") + 1:argv.index("--only") + 1 + len(CHAPTERS)] == CHAPTERS
+    assert "rcl" in CHAPTERS and len(CHAPTERS) >= 2 and set(CHAPTERS) <= set(BUILDABLE)
 
 
 def kill_a_training_stage(cache: Path, done: threading.Event, killed: list[str]) -> None:
@@ -142,7 +156,7 @@ def test_a_stage_that_raises_is_one_line_and_the_others_are_built(tmp_path):
 def test_jobs_are_the_chapters_a_task_can_build_with_their_plans():
     p = {name: shipped_parameters(name, "smoke") for name in REGISTRY}
     found = jobs(p)
-    assert [j.chapter for j in found] == CHAPTERS
+    assert [j.chapter for j in found] == BUILDABLE
     mnrl = next(j for j in found if j.chapter == "mnrl_sbert")
     assert [s.name for s in mnrl.plan.alone()] == \
         [f"mnrl_sbert.{row}.seed.{s}" for row in ("MNRLSBERT", "SBERT") for s in p["mnrl_sbert"]["seeds"]]
