@@ -1,15 +1,20 @@
 """The geometry chapter's smoke run (the session's ``smoke_book``): the equal-budget table with every
 method, the paired test and the cost ratio; the geometry files of every chapter, trajectories included;
-the two figures; and the book's introduction answering its question from these results."""
+the two figures; and the book's introduction answering its question from these results. And, without a run, the
+builder the Ray executor's tasks call: every planned stage goes by its ``args`` to the chapter function that builds
+it under its own name."""
 
 from __future__ import annotations
 
 import html
+from types import SimpleNamespace
 
 import pytest
 
 from sentcl.book.geometry import load_geometry
+from sentcl.book.parameters import shipped_parameters
 from sentcl.book.results import load_results
+from sentcl.chapters import geometry
 
 METHODS = ["MNRL", "BSC", "RCL", "IFCL"]
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R"]
@@ -77,3 +82,26 @@ def test_the_introduction_answers_the_title_question_from_the_results(smoke_book
     for chapter in ("mnrl_sbert", "bsc", "rcl", "ifcl"):
         assert f'href="{chapter}.html"' in intro
     assert "Limits:" in intro and "test items a task" in intro and "This build:" in intro and "complete:" in intro
+
+
+@pytest.mark.parametrize("profile", ["smoke", "rehearsal", "paper"])
+def test_the_builder_builds_every_planned_stage_alone_under_its_name(monkeypatch, profile):
+    """Each planned stage is built alone (no stage left to the notebook) by the function its ``args`` name, from the
+    first family of its encoder (the rehearsal's two families of one encoder: one run), under the stage's own name."""
+    p = shipped_parameters("geometry", profile)
+    plan = geometry.plan(p)
+    assert [s.name for s in plan.alone()] == plan.names
+    built: list[str] = []
+    monkeypatch.setattr(geometry, "training_pairs", lambda run: "pairs")
+    monkeypatch.setattr(geometry, "train", lambda run, pairs, method, family, seed: built.append(
+        geometry.training_stage(method, run.parameters["base_models"][family], seed)))
+    monkeypatch.setattr(geometry, "entropy_model", lambda run, pairs, family, phi: built.append(
+        geometry.entropy_stage(run.parameters["base_models"][family], phi)))
+    monkeypatch.setattr(geometry, "store", lambda run, pairs, family, phi: built.append(
+        geometry.store_stage(run.parameters["base_models"][family], phi)))
+    run = SimpleNamespace(parameters=p)
+    for stage in plan:
+        geometry.build(run, stage)
+    assert built == plan.names
+    first = geometry.trained_families(p)
+    assert {s.args[1] for s in plan} == set(first.values())

@@ -1,19 +1,35 @@
 """The geometry chapter (ours: no paper values): alignment, uniformity and anisotropy of every model, and the
 four methods trained under one budget. Its title, its tables (:func:`equal_budget_columns`), its GPU-memory rows (estimates, beside RCL's nearest
-measurement), and its plan of runs (:func:`plan`: no GPU record).
+measurement), its plan of runs (:func:`plan`: no GPU record), and how each planned stage is made.
+
+:func:`build` builds any one planned stage alone (``sentcl reproduce --executor ray``: one task each) by its ``args``,
+through the functions the notebook itself calls (:func:`training_pairs`, :func:`train`; RCL's entropy models and
+stores: :func:`entropy_model`, :func:`store`, through :mod:`sentcl.training.comparison`'s RCL steps, which
+:func:`~sentcl.training.comparison.train_method` runs), so a task builds the very keys the notebook then finds.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..book.chapter_spec import Chapter
 from ..book.cost import run_steps
 from ..book.gpu_memory import MemoryRow, chapter_rows, estimated
 from ..book.plan import Plan, PlannedStage, stage_name
+from ..errors import ConfigError
 from . import rcl
+from .mnrl_sbert import load_nli
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+    from ..book.chapter import ChapterRun
+    from ..data.records import TrainingData
+    from ..training import TrainingConfig, TrainingResult
+    from ..training.comparison import MethodRun, MethodSettings
 
 NAME = "geometry"
 
@@ -22,6 +38,8 @@ GEOMETRY_PAPER_PAIRS = 314_315
 STS_TABLE = "Equal budget: STS"
 RETRIEVAL_TABLE = "Equal budget: retrieval, test, cost"
 CORRELATION_TABLE = "Geometry and the STS average (ours)"
+METHOD_RUN, ENTROPY_RUN, STORE_RUN = "method", "RCL entropy", "RCL store"
+"""The kinds of planned stage (the first of their ``args``): a method's run, an entropy model of RCL, its store."""
 
 
 def equal_budget_columns(sts_tasks: Sequence[str], retrieval_task: str) -> dict[str, dict[str, tuple[str, str]]]:
@@ -77,20 +95,139 @@ def plan(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> Plan:
     entropy = min(steps, p["rcl_entropy_max_steps"] or steps)
     earliest = min(entropy, p["rcl_early_stopping_window"] * (MethodSettings().patience + 1))
     stages: list[PlannedStage] = []
-    for model in dict.fromkeys(p["base_models"].values()):
+    for model, family in trained_families(p).items():
         stores = tuple(store_stage(model, phi) for phi in p["rcl_phis"])
         for seed in p["seeds"]:
             for method in METHODS:
                 if method == "RCL" and seed == p["seeds"][0]:  # built with the first seed's RCL run
                     for phi in p["rcl_phis"]:
                         stages += [PlannedStage("RCL entropy models (Eq. 2), early-stopped: every family", 1, entropy,
-                                                "RCL entropy", earliest, name=entropy_stage(model, phi)),
+                                                "RCL entropy", earliest, name=entropy_stage(model, phi),
+                                                args=(ENTROPY_RUN, family, phi)),
                                    PlannedStage("RCL stores (every query and index): every family", sentences=2 * rows,
-                                                name=store_stage(model, phi), upstream=(entropy_stage(model, phi),))]
+                                                name=store_stage(model, phi), upstream=(entropy_stage(model, phi),),
+                                                args=(STORE_RUN, family, phi))]
                 stages.append(PlannedStage(f"{method}: every family and seed", 1, steps, method,
                                            name=training_stage(method, model, seed),
-                                           upstream=stores if method == "RCL" else ()))
+                                           upstream=stores if method == "RCL" else (), args=(METHOD_RUN, family, method, seed)))
     return Plan(NAME, stages)
+
+
+def trained_families(p: Mapping[str, Any]) -> dict[str, str]:
+    """Each distinct encoder of ``base_models`` -> the first family that starts from it: the family whose runs train
+    it (a later family of the same encoder finds them in the cache)."""
+    found: dict[str, str] = {}
+    for family, model in p["base_models"].items():
+        found.setdefault(model, family)
+    return found
+
+
+def row_label(method: str, family: str, base_models: Mapping[str, str]) -> str:
+    """The results row of ``method``'s models from ``family`` (or of the untouched base): the method alone where
+    the run has one family, else ``"<method> (<family>)"``."""
+    return method if len(base_models) == 1 else f"{method} ({family})"
+
+
+def base_loader(p: Mapping[str, Any], family: str) -> Callable[[], SentenceTransformer]:
+    """A loader of ``family``'s untouched encoder (``pooling``, ``max_seq_length``; each call a fresh copy): where
+    every method starts."""
+    from ..models import load_encoder
+
+    return lambda: load_encoder(p["base_models"][family], pooling=p["pooling"], max_seq_length=p["max_seq_length"])
+
+
+def training_pairs(run: ChapterRun) -> TrainingData:
+    """The (premise, entailment hypothesis) pairs every method trains on: those of the run's NLI train sets
+    (``nli_datasets``, merged: :func:`sentcl.chapters.mnrl_sbert.load_nli`), ``train_rows`` of them (seeded; 0: all)."""
+    from ..data.records import subset
+
+    return subset(load_nli(run).entailment_pairs, run.parameters["train_rows"], 0, "train_rows")
+
+
+def training_steps(p: Mapping[str, Any], pairs: TrainingData) -> int:
+    """The one budget: optimizer steps of each method's run on ``pairs`` (``max_steps``, else the epochs)."""
+    return p["max_steps"] or p["epochs"] * math.ceil(len(pairs) / p["batch_size"])
+
+
+def trajectory_every(p: Mapping[str, Any], pairs: TrainingData) -> int:
+    """Steps between two geometry points of a traced run (``trajectory_points`` over :func:`training_steps`)."""
+    return max(1, training_steps(p, pairs) // p["trajectory_points"])
+
+
+def method_settings(p: Mapping[str, Any]) -> MethodSettings:
+    """Each method's own settings (:class:`~sentcl.training.comparison.MethodSettings`: MNRL's and RCL's scale,
+    BSC's temperature and example-based shuffling, RCL's φs, entropy budget, early stopping and regulator scale,
+    IFCL's temperature, queue and twins) from the parameters; RCL's entropy models warm up as the budget does."""
+    from ..training.comparison import MethodSettings
+
+    return MethodSettings(
+        scale=p["scale"], bsc_temperature=p["bsc_temperature"], group_size=p["bsc_group_size"], neighbours=p["bsc_neighbours"],
+        phis=tuple(p["rcl_phis"]), entropy_steps=p["rcl_entropy_max_steps"] or None, patience=3,
+        window=p["rcl_early_stopping_window"], regulator_scale=p["rcl_regulator_scale"], entropy_warmup_ratio=p["warmup_ratio"],
+        ifcl_temperature=p["ifcl_temperature"], queue_batches=p["ifcl_queue_batches"],
+        forgetting_decay=p["ifcl_forgetting_decay"], twin_weight=p["ifcl_twin_weight"], repetition_rate=p["ifcl_repetition_rate"])
+
+
+def training_config(p: Mapping[str, Any], seed: int) -> TrainingConfig:
+    """The one budget with ``seed`` (SBERT's NLI setting in the paper profile): every method's run."""
+    from ..training import TrainingConfig
+
+    return TrainingConfig(epochs=p["epochs"], batch_size=p["batch_size"], learning_rate=p["learning_rate"], optimizer="adamw",
+                          weight_decay=p["weight_decay"], warmup_ratio=p["warmup_ratio"], max_grad_norm=1.0, seed=seed,
+                          max_steps=p["max_steps"] or None, checkpoint_steps=p["checkpoint_steps"] or None,
+                          precision=p["precision"])
+
+
+def train(run: ChapterRun, pairs: TrainingData, method: str, family: str, seed: int) -> MethodRun:
+    """Train ``method`` from ``family``'s encoder on ``pairs`` with ``seed`` under the one budget
+    (:func:`sentcl.training.comparison.train_method`: MNRL, BSC, RCL's Eq. 3 after its entropy models and stores,
+    IFCL), under the planned stages :func:`stage_names` (cached: a rerun loads it); a seed of ``trajectory_seeds``
+    with a geometry callback every :func:`trajectory_every` steps (the trajectory kept beside the run)."""
+    from ..training.comparison import train_method
+
+    p = run.parameters
+    callbacks = [run.geometry_callback(trajectory_every(p, pairs))] if seed in p["trajectory_seeds"] else []
+    return train_method(method, base_loader(p, family), pairs, training_config(p, seed), method_settings(p), train=run.train,
+                        name=f"{row_label(method, family, p['base_models'])} seed {seed}", callbacks=callbacks,
+                        **stage_names(method, p["base_models"][family], seed, run.planned))
+
+
+def entropy_model(run: ChapterRun, pairs: TrainingData, family: str, phi: float) -> tuple[SentenceTransformer, TrainingResult]:
+    """RCL's entropy model (Eq. 2) at ``phi`` from ``family``'s encoder alone (its store not built), as the first
+    seed's RCL run trains it (:func:`sentcl.training.comparison.rcl_entropy_model`), under :func:`entropy_stage`."""
+    from ..training.comparison import rcl_entropy_model
+
+    p = run.parameters
+    return rcl_entropy_model(base_loader(p, family), pairs, phi, training_config(p, p["seeds"][0]), method_settings(p),
+                             train=run.train, stage=entropy_stage(p["base_models"][family], phi))
+
+
+def store(run: ChapterRun, pairs: TrainingData, family: str, phi: float) -> None:
+    """The augmented-embedding store of RCL's entropy model at ``phi`` from ``family``'s encoder (Algorithm 1, line 4;
+    the entropy model loaded from the cache), as the first seed's RCL run builds it, under :func:`store_stage`."""
+    from ..training.comparison import rcl_augment
+
+    p = run.parameters
+    names = stage_names("RCL", p["base_models"][family], p["seeds"][0], run.planned)
+    rcl_augment(base_loader(p, family), pairs, training_config(p, p["seeds"][0]), method_settings(p), phis=[phi],
+                train=run.train, entropy_stage=names["entropy_stage"], store_stage=names["store_stage"])
+
+
+def build(run: ChapterRun, stage: PlannedStage) -> None:
+    """Build one planned stage (:func:`plan`; its ``args``) into the artifact cache, as the notebook would: a method's
+    run of one family and seed (RCL's after the stores it reads, from the cache), an entropy model, or a store
+    (after its entropy model, from the cache)."""
+    kind, family, *what = stage.args
+    pairs = training_pairs(run)
+    if kind == METHOD_RUN:
+        method, seed = what
+        train(run, pairs, method, family, seed)
+    elif kind == ENTROPY_RUN:
+        entropy_model(run, pairs, family, *what)
+    elif kind == STORE_RUN:
+        store(run, pairs, family, *what)
+    else:
+        raise ConfigError(f"{stage.name}: no builder for a stage of kind {kind!r}")
 
 
 def memory_rows(paper: Mapping[str, Any]) -> list[MemoryRow]:
@@ -117,10 +254,13 @@ CHAPTER = Chapter(
     memory_note=nearest_measurement,
     own=True,
     plan=plan,
+    build=build,
     one_budget=True,
 )
 
 
-__all__ = ["CHAPTER", "CORRELATION_TABLE", "GEOMETRY_PAPER_PAIRS", "RETRIEVAL_TABLE", "STS_TABLE", "entropy_stage",
-           "equal_budget_columns", "memory_rows", "nearest_measurement", "plan", "stage_names",
-           "store_stage", "training_stage"]
+__all__ = ["CHAPTER", "CORRELATION_TABLE", "ENTROPY_RUN", "GEOMETRY_PAPER_PAIRS", "METHOD_RUN", "RETRIEVAL_TABLE",
+           "STORE_RUN", "STS_TABLE", "base_loader", "build", "entropy_model", "entropy_stage", "equal_budget_columns",
+           "memory_rows", "method_settings", "nearest_measurement", "plan", "row_label", "stage_names", "store",
+           "store_stage", "train", "trained_families", "training_config", "training_pairs", "training_stage",
+           "training_steps", "trajectory_every"]

@@ -41,7 +41,15 @@ from sentcl.io import read_json
 from sentcl.losses import BatchSoftmaxContrastiveLoss, IFCLLoss, MultipleNegativesRankingLoss
 from sentcl.training.callbacks import Callback
 from sentcl.training.config import TrainingConfig
-from sentcl.training.entropy_models import STORE_STAGE, LoadModel, Train, augment, train_final_model
+from sentcl.training.entropy_models import (
+    STORE_STAGE,
+    Augmentation,
+    LoadModel,
+    Train,
+    augment,
+    train_entropy_model,
+    train_final_model,
+)
 from sentcl.training.samplers import NoDuplicatesBatchSampler
 from sentcl.training.shuffling import ExampleBasedShuffler
 from sentcl.training.trainer import Trainer, TrainingResult
@@ -159,14 +167,8 @@ def train_method(
     stages: dict[str, float] = {}
     upstream: list[TrainingResult] = []
     if method == "RCL":
-        entropy_config = replace(config, seed=settings.entropy_seed, warmup_ratio=settings.entropy_warmup_ratio,
-                                 max_steps=settings.entropy_steps or config.max_steps, eval_steps=None,
-                                 eval_fraction=None, metric_for_best=None)
-        stages_of = _augment_stages(entropy_stage, store_stage)
-        augmented = augment(load_base, pairs, settings.phis, entropy_config, scale=settings.scale,
-                            patience=settings.patience, window=settings.window, sampler=NoDuplicatesBatchSampler,
-                            train=None if train is Trainer.train_cached else train, show_progress=False,
-                            stages=stages_of)
+        augmented = rcl_augment(load_base, pairs, config, settings, train=None if train is Trainer.train_cached else train,
+                                entropy_stage=entropy_stage, store_stage=store_stage)
         for phi in augmented.phis:
             stages[f"entropy model φ={phi:g}"] = stage_seconds(augmented.results[phi].output_dir)
             stages[f"store φ={phi:g}"] = stage_seconds(augmented.stores[phi].path)
@@ -181,6 +183,41 @@ def train_method(
         result = _under(train, stage)(Trainer(model, loss, data, config, sampler=sampler, callbacks=callbacks, name=name))
     stages["training"] = stage_seconds(result.output_dir)
     return MethodRun(method, config.seed, model, result, stages, upstream)
+
+
+def rcl_entropy_config(config: TrainingConfig, settings: MethodSettings = MethodSettings()) -> TrainingConfig:
+    """The configuration of RCL's entropy models (Eq. 2) beside a final model trained with ``config``: the same
+    budget but ``settings``' entropy seed, warm-up and step budget (``entropy_steps``; None: the config's), no
+    evaluations (early stopping on the training loss ends them)."""
+    return replace(config, seed=settings.entropy_seed, warmup_ratio=settings.entropy_warmup_ratio,
+                   max_steps=settings.entropy_steps or config.max_steps, eval_steps=None, eval_fraction=None,
+                   metric_for_best=None)
+
+
+def rcl_augment(
+    load_base: LoadModel, pairs: TrainingData, config: TrainingConfig, settings: MethodSettings = MethodSettings(),
+    *, phis: Sequence[float] | None = None, train: Train | None = None,
+    entropy_stage: Callable[[float], str] | None = None, store_stage: Callable[[float], str] | None = None,
+) -> Augmentation:
+    """Algorithm 1, lines 2-5 as :func:`train_method` runs them for RCL: per φ of ``phis`` (None: ``settings.phis``)
+    the entropy model (Eq. 2, :func:`rcl_entropy_config`, early-stopped) and its augmented-embedding store, each
+    cached (under ``entropy_stage(phi)`` and ``store_stage(phi)``, as :func:`train_method` names them): what is
+    built is loaded. ``train``: the entropy models' (None: :meth:`Trainer.train_cached`)."""
+    return augment(load_base, pairs, settings.phis if phis is None else phis, rcl_entropy_config(config, settings),
+                   scale=settings.scale, patience=settings.patience, window=settings.window,
+                   sampler=NoDuplicatesBatchSampler, train=train, show_progress=False,
+                   stages=_augment_stages(entropy_stage, store_stage))
+
+
+def rcl_entropy_model(
+    load_base: LoadModel, pairs: TrainingData, phi: float, config: TrainingConfig,
+    settings: MethodSettings = MethodSettings(), *, train: Train | None = None, stage: str | None = None,
+) -> tuple[SentenceTransformer, TrainingResult]:
+    """RCL's entropy model at ``phi`` alone (Eq. 2; its store not built), as :func:`rcl_augment` trains it, under the
+    artifact stage ``stage`` (None: the cache's default)."""
+    return train_entropy_model(load_base, pairs, phi, rcl_entropy_config(config, settings), scale=settings.scale,
+                               patience=settings.patience, window=settings.window, sampler=NoDuplicatesBatchSampler(),
+                               train=train, stage=stage)
 
 
 def _under(train: Callable[..., TrainingResult], stage: str | None) -> Train:
@@ -232,4 +269,5 @@ def cost_ratios(runs: Sequence[MethodRun], baseline: str = "MNRL") -> dict[str, 
     return {m: (sum(c) / len(c)) / base for m, c in by_method.items()}
 
 
-__all__ = ["MACHINERY", "METHODS", "MethodRun", "MethodSettings", "cost_ratios", "stage_seconds", "train_method"]
+__all__ = ["MACHINERY", "METHODS", "MethodRun", "MethodSettings", "cost_ratios", "rcl_augment", "rcl_entropy_config",
+           "rcl_entropy_model", "stage_seconds", "train_method"]
