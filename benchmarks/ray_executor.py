@@ -45,14 +45,20 @@ def timed(argv: list[str], cache: Path, log: Path) -> float:
     return round(time.perf_counter() - started, 1)
 
 
-def differences(a: Path, b: Path) -> list[str]:
+WALL_CLOCK = "cost × "
+"""Results columns that are measured wall-clock ratios (the geometry chapter's "cost × MNRL"): they differ between
+any two runs, in-process or not, and are listed apart."""
+
+
+def differences(a: Path, b: Path) -> tuple[list[str], list[str]]:
     """The files of ``results/``, ``claims/`` and ``geometry/`` that differ between two output folders (run ids
-    aside), and the training runs whose health differs."""
+    aside; a file with differing rows: its name and the rows' (table, row, column)), and the training runs whose
+    health differs; then the wall-clock cells (:data:`WALL_CLOCK`) that differ, apart."""
     import pandas as pd
 
     from sentcl.book.layout import Layout
 
-    found = []
+    found, timing = [], []
     for sub in ("results", "claims", "geometry"):
         names = {p.name for p in (a / sub).glob("*.csv")} | {p.name for p in (b / sub).glob("*.csv")}
         for name in sorted(names):
@@ -62,8 +68,14 @@ def differences(a: Path, b: Path) -> list[str]:
                 found.append(f"{sub}/{name}: in one folder only")
                 continue
             x, y = (f.drop(columns=[c for c in ("run_id",) if c in f]) for f in frames)
-            if not x.equals(y):
+            if x.equals(y):
+                continue
+            if list(x.columns) != list(y.columns) or len(x) != len(y) or "column" not in x:
                 found.append(f"{sub}/{name}")
+                continue
+            for i in x.index[(x != y).any(axis=1)]:
+                cell = f"{sub}/{name}: {x.loc[i, 'table']} / {x.loc[i, 'row']} / {x.loc[i, 'column']}"
+                (timing if x.loc[i, "column"].startswith(WALL_CLOCK) else found).append(cell)
 
     def health(out: Path) -> dict[tuple[str, str], Any]:
         records = (json.loads(p.read_text()) for p in Layout(out).records.glob("training-*.json"))
@@ -71,7 +83,7 @@ def differences(a: Path, b: Path) -> list[str]:
 
     ha, hb = health(a), health(b)
     found += [f"health of {c} {n}" for c, n in sorted(set(ha) | set(hb)) if ha.get((c, n)) != hb.get((c, n))]
-    return found
+    return found, timing
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -95,7 +107,7 @@ def main(argv: list[str] | None = None) -> Path:
         print(f"{name}: sentcl {' '.join(common + extra)}", flush=True)
         walls[name] = timed([*common, *extra, "--out", str(work / name / "out")], work / name / "cache", work / f"{name}.log")
         print(f"{name}: {walls[name]:.0f} s", flush=True)
-    differ = differences(work / "in-process" / "out", work / "ray" / "out")
+    differ, timing = differences(work / "in-process" / "out", work / "ray" / "out")
     cpus = os.cpu_count() or 1
     result = {
         "benchmark": "ray_executor", "profile": args.profile, "machine": environment(), "cpus": cpus,
@@ -103,7 +115,7 @@ def main(argv: list[str] | None = None) -> Path:
         "commands": {"in-process": "sentcl " + " ".join(common), "ray": "sentcl " + " ".join(common + ray_options)},
         "workers": cpus // args.cpus_per_run, "wall_time_s": walls,
         "ray_over_in_process": round(walls["ray"] / walls["in-process"], 3),
-        "same_numbers": not differ, "differences": differ,
+        "same_numbers": not differ, "differences": differ, "wall_clock_cells_differing": timing,
         "note": "each from its own empty cache, one after the other, nothing else running; --no-book",
     }
     atomic_write_json(args.out, result)
