@@ -1,5 +1,6 @@
 """The IFCL chapter's smoke run (the session's ``smoke_book``): its three tables with our rows beside the
-slides', the mutual-information figure, the conclusions generated from the numbers, the cost section."""
+slides', the mutual-information figure, the conclusions generated from the numbers, the cost section; and its
+builder's dispatch (each planned stage to the run of its row and seed)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import math
 
 import pytest
 
+from sentcl.book.parameters import shipped_parameters
+from sentcl.book.profiles import PROFILES
 from sentcl.book.results import load_results
+from sentcl.chapters import ifcl
 
 ENGLISH = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Average"]
 
@@ -47,3 +51,21 @@ def test_the_ifcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_bo
     assert "tiny untouched (mean pooling)" in set(mine["row"])
     assert "ifcl_gpu_h100.json" in notebook and ("not measured" in notebook or "Measured on" in notebook)
     assert "Traceback" not in notebook
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_builder_trains_each_planned_stage_as_the_notebook_does(monkeypatch, profile):
+    """Every stage of each profile's plan is one row's run of one seed that a task builds alone: ``build`` trains that
+    row and seed on its language's texts (English or Chinese), under the stage's own name."""
+    p = shipped_parameters("ifcl", profile)
+    built: list[tuple[str, int, bool]] = []
+    monkeypatch.setattr(ifcl, "TrainingTexts", lambda run, chinese=False: chinese)
+    monkeypatch.setattr(ifcl, "train", lambda run, chinese, row, seed: built.append((row, seed, chinese)))
+    stages = list(ifcl.plan(p))
+    assert stages and all(s.alone and not s.upstream for s in stages)
+    for stage in stages:
+        ifcl.build(None, stage)  # type: ignore[arg-type]  # the run is the fake train's, unused
+        row, seed, chinese = built[-1]
+        assert stage.name == ifcl.training_stage(row, seed, chinese) and seed in p["seeds"]
+        assert row in (p["chinese_rows"] if chinese else p["english_rows"])
+    assert len(set(built)) == len(stages)

@@ -1,14 +1,16 @@
 """The IFCL chapter (Xiao et al. 2023, identical and fraternal twins): its title, the data each row of the
 slides' tables needs, its GPU-memory rows, its plan of runs (:func:`plan`, projected by
-:func:`ifcl_paper_projection` from ``benchmarks/results/ifcl_gpu_h100.json``), and the measurement its demo
+:func:`ifcl_paper_projection` from ``benchmarks/results/ifcl_gpu_h100.json``), the runs themselves (:func:`train`
+on a language's :class:`TrainingTexts`, which the notebook and :func:`build` share: ``sentcl reproduce --executor
+ray`` builds each planned run as one task, and the notebook then finds it in the cache), and the measurement its demo
 setting rests on (``benchmarks/ifcl_demo_setting.py``: each method's loss terms at the start and the end of the
 same short run on the demo's stand-in, with the slides' twins and with twins from NLI entailment pairs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -28,9 +30,16 @@ from ..book.gpu_memory import MemoryRow, benchmark_record
 from ..book.plan import Plan, PlannedStage, stage_name
 from ..book.results import paper_values
 
+if TYPE_CHECKING:
+    from ..book.chapter import ChapterRun
+    from ..data.records import TrainingData
+    from ..training import TrainingResult
+
 NAME = "ifcl"
 MEMORY_RECORD = "ifcl_gpu_h100.json"
 DEMO_SETTING = "ifcl_demo_setting_cpu.json"
+FRATERNAL = {"ifcl": True, "ifcl_wo_tl": True, "simcse": False}
+"""Method -> whether its rows carry a fraternal twin (SimCSE trains on the identical twin alone)."""
 
 
 def ifcl_step(size: str, method: str) -> str:
@@ -58,19 +67,20 @@ def plan(p: Mapping[str, Any]) -> Plan:
     english = registry_count(p["train_dataset"])
     chinese = 2 * sum(registry_count(name) for name in p["chinese_train_datasets"])
     english, chinese = (min(n, p["train_sentences"] or n) for n in (english, chinese))
-    runs: dict[tuple[str, int, int], list[tuple[str, bool]]] = {}  # (step, steps, dev sentences) -> (stage, Chinese?)
+    # (step, steps, dev sentences) -> the builder's args of its runs: (row, seed, Chinese?)
+    runs: dict[tuple[str, int, int], list[tuple[str, int, bool]]] = {}
     for row, (size, method) in p["english_rows"].items():
         key = (ifcl_step(size, method), run_steps(english, p["batch_size"], p["epochs"], p["max_steps"]),
                2 * (p["dev_max_pairs"] or registry_count("stsbenchmark/dev")))
-        runs.setdefault(key, []).extend((training_stage(row, seed), False) for seed in p["seeds"])
+        runs.setdefault(key, []).extend((row, seed, False) for seed in p["seeds"])
     for row, method in p["chinese_rows"].items():
         if method != "untouched":
             key = (ifcl_step("base", method), run_steps(chinese, p["batch_size"], p["epochs"], p["max_steps"]),
                    2 * (p["dev_max_pairs"] or registry_count("cnsd_stsb/dev")))
-            runs.setdefault(key, []).extend((training_stage(row, seed, chinese=True), True) for seed in p["seeds"])
+            runs.setdefault(key, []).extend((row, seed, True) for seed in p["seeds"])
     what = {key: f"{key[0]}: {len(named)} runs of {key[1]:,} steps" for key, named in runs.items()}
     for key, named in runs.items():  # the Chinese runs of an English row's step and length, but another dev set
-        if list(what.values()).count(what[key]) > 1 and all(chinese for _, chinese in named):
+        if list(what.values()).count(what[key]) > 1 and all(chinese for *_, chinese in named):
             what[key] = f"{key[0]} (Chinese): {len(named)} runs of {key[1]:,} steps"
     stages = []
     for (step, steps, dev), named in runs.items():
@@ -78,8 +88,8 @@ def plan(p: Mapping[str, Any]) -> Plan:
         stages += [PlannedStage(what[step, steps, dev], 1, steps, step, sentences=evaluations * dev,
                                 evaluations=evaluations, evaluation_sentences=evaluations * dev,
                                 parameters=BERT_LARGE_PARAMETERS if step.endswith("large") else BERT_BASE_PARAMETERS,
-                                checkpoint_steps=p["checkpoint_steps"], name=name)
-                   for name, _ in named]
+                                checkpoint_steps=p["checkpoint_steps"], name=training_stage(*args), args=args)
+                   for args in named]
     english_scored = len(p["english_rows"]) * len(p["seeds"]) + len(p["first_last_avg_rows"])
     stages.append(PlannedStage("English STS test sets: every row and seed scored", english_scored,
                                sentences=scored_sentences(p["sts_tasks"], p["sts_max_pairs"])))
@@ -88,6 +98,119 @@ def plan(p: Mapping[str, Any]) -> Plan:
         stages.append(PlannedStage("Chinese STS test sets: every row and seed scored", chinese_scored,
                                    sentences=scored_sentences(p["chinese_tasks"], p["chinese_max_pairs"])))
     return Plan(NAME, stages)
+
+
+def sentences(run: ChapterRun, names: Sequence[str]) -> list[str]:
+    """The distinct sentences of "dataset/split" names (both sides of a pair), read through the run."""
+    texts: list[str] = []
+    for name in names:
+        record = run.load(*name.split("/"))
+        texts += getattr(record, "texts", None) or [*record.sentences1, *record.sentences2]
+    return list(dict.fromkeys(texts))
+
+
+class TrainingTexts:
+    """One language's training data: the sentences each run's twins are made of (``train_sentences`` of them,
+    seeded) and its dev set (STS-B dev, or Chinese STS-B dev; ``dev_max_pairs`` of it; None without selection,
+    ``eval_steps`` 0). English: the sentences of ``train_dataset``, or with ``fraternal_twins``
+    "entailment" each premise of its NLI entailment pairs; Chinese: the distinct sentences of
+    ``chinese_train_datasets``."""
+
+    def __init__(self, run: ChapterRun, chinese: bool = False):
+        from ..data.nli import prepare_nli
+        from ..data.records import subset
+
+        p = self.parameters = run.parameters
+        self.run, self.chinese = run, chinese
+        self.entailment: TrainingData | None = None
+        self._sentences: list[str] = []  # Chinese: the trained sentences; English: those twins are drawn from
+        self._twins: dict[tuple[int, bool], TrainingData] = {}
+        if chinese:
+            self._sentences = subset(sentences(run, p["chinese_train_datasets"]), p["train_sentences"], 0, "train_sentences")
+        elif p["fraternal_twins"] == "entailment":
+            self.entailment = prepare_nli([run.load(*p["train_dataset"].split("/"))]).entailment_pairs
+        else:
+            self._sentences = sentences(run, [p["train_dataset"]])
+        dev = run.load("cnsd_stsb" if chinese else "stsbenchmark", "dev") if p["eval_steps"] else None
+        self.dev = subset(dev, p["dev_max_pairs"], 0, "dev_max_pairs") if dev is not None else None
+        """The dev set each evaluation scores (None without selection)."""
+
+    @property
+    def texts(self) -> list[str]:
+        """The sentences every run trains on (English: those of seed 0's twins, the same for every seed)."""
+        return self._sentences if self.chinese else self.twins(0).columns["text"]
+
+    def twins(self, seed: int, fraternal: bool = True) -> TrainingData:
+        """The fusion augmentation's rows (text, identical twin[, fraternal twin]) of ``seed``: the identical twin is
+        the text (dropout noise alone tells them apart); the fraternal twin its word repetition
+        (``repetition_rate``, drawn with ``seed``) or, English with entailment twins, the first hypothesis it
+        entails. English rows are drawn once per seed (the rows the notebook shows and Table 4 reads are a run's)."""
+        from ..data.augmentation import entailment_twins, fusion_twins
+        from ..data.records import subset
+
+        p = self.parameters
+        if self.chinese:
+            return fusion_twins(self._sentences, repetition_rate=p["repetition_rate"], seed=seed, fraternal=fraternal,
+                                name="Chinese twins")
+        if (seed, fraternal) not in self._twins:
+            if self.entailment is not None:
+                rows = entailment_twins(self.entailment, fraternal=fraternal, name=f"{p['train_dataset']} entailment twins")
+            else:
+                rows = fusion_twins(self._sentences, repetition_rate=p["repetition_rate"], seed=seed, fraternal=fraternal,
+                                    name=f"{p['train_dataset']} twins")
+            self._twins[seed, fraternal] = subset(rows, p["train_sentences"], 0, "train_sentences")
+        return self._twins[seed, fraternal]
+
+
+def encoder(p: Mapping[str, Any], family: str) -> str:
+    """The encoder a family of rows starts from: ``english_models[family]``, or ``chinese_model`` ("Chinese")."""
+    return p["chinese_model"] if family == "Chinese" else p["english_models"][family]
+
+
+def ifcl_loss(p: Mapping[str, Any], method: str) -> Callable[[Any], Any]:
+    """The loss of ``method`` for a model: the slides' objective l^I(h, h+) + l^I(h, h-) + lambda l^T (Eq. I, InfoNCE
+    with the hippocampus queue of ``queue_batches`` batches, forgetting ``forgetting_decay``; Eq. T, the Twin loss
+    with weight ``twin_weight``); IFCL w/o TL: lambda = 0; SimCSE: no queue, no Twin loss (and no fraternal twins,
+    :data:`FRATERNAL`)."""
+    from ..losses import IFCLLoss
+
+    options = {"ifcl": {"queue_batches": p["queue_batches"], "twin_weight": p["twin_weight"]},
+               "ifcl_wo_tl": {"queue_batches": p["queue_batches"], "twin_weight": 0.0},
+               "simcse": {"queue_batches": 0, "twin_weight": 0.0}}[method]
+    return lambda m: IFCLLoss(m, temperature=p["temperature"], forgetting_decay=p["forgetting_decay"],
+                              margin_embeddings=p["margin_embeddings"], **options)
+
+
+def train(run: ChapterRun, data: TrainingTexts, row: str, seed: int) -> tuple[Any, TrainingResult]:
+    """Train ``row`` (an English row, or a trained Chinese row where ``data`` is Chinese) with its method
+    (:func:`ifcl_loss`) and ``seed`` from its family's encoder on ``data``'s twins of that seed, its dev set
+    scored every ``eval_steps`` steps (the best checkpoint kept), under the planned stage :func:`training_stage`
+    (cached: a rerun loads it, a killed run resumes). Returns (the model, its
+    :class:`~sentcl.training.TrainingResult`, with its health)."""
+    from ..evaluation.scoring import dev_evaluator
+    from ..models import load_encoder
+    from ..training import Trainer, TrainingConfig
+
+    p = run.parameters
+    family, method = ("Chinese", p["chinese_rows"][row]) if data.chinese else p["english_rows"][row]
+    config = TrainingConfig(
+        epochs=p["epochs"], batch_size=p["batch_size"], max_steps=p["max_steps"] or None,
+        learning_rate=p["chinese_learning_rate"] if data.chinese else p["learning_rates"][family],
+        weight_decay=p["weight_decay"], warmup_ratio=p["warmup_ratio"], max_grad_norm=p["max_grad_norm"],
+        precision=p["precision"], seed=seed, checkpoint_steps=p["checkpoint_steps"] or None,
+        eval_steps=p["eval_steps"] or None, metric_for_best="spearman" if p["eval_steps"] else None)
+    evaluator = dev_evaluator("Chinese STS-B" if data.chinese else "STSb", data.dev) if data.dev is not None else None
+    model = load_encoder(encoder(p, family), pooling=p["pooling"], max_seq_length=p["max_seq_length"])
+    trainer = Trainer(model, ifcl_loss(p, method), data.twins(seed, FRATERNAL[method]), config,
+                      name=f"{row} seed {seed}", evaluator=evaluator)
+    return model, run.train(trainer, stage=training_stage(row, seed, data.chinese))
+
+
+def build(run: ChapterRun, stage: PlannedStage) -> None:
+    """Build one planned stage (:func:`plan`) into the artifact cache, as the notebook would: one row's run of one
+    seed, English or Chinese (its ``args``: row, seed, Chinese?)."""
+    row, seed, chinese = stage.args
+    train(run, TrainingTexts(run, chinese), row, seed)
 
 
 def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,8 +290,9 @@ CHAPTER = Chapter(
     measurement=Measurement(DEMO_SETTING, "Which setting leaves the objective something to learn", ifcl_setting_frame,
                             _ifcl_setting_caption),
     plan=plan,
+    build=build,
 )
 
 
-__all__ = ["CHAPTER", "data_needs", "ifcl_paper_projection", "ifcl_setting_frame", "ifcl_step", "memory_rows", "plan",
-           "training_stage"]
+__all__ = ["CHAPTER", "FRATERNAL", "TrainingTexts", "build", "data_needs", "encoder", "ifcl_loss", "ifcl_paper_projection",
+           "ifcl_setting_frame", "ifcl_step", "memory_rows", "plan", "sentences", "train", "training_stage"]
