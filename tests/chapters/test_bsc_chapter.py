@@ -5,9 +5,15 @@ without data said so, the generated sentences and the cost files' sections (``sm
 from __future__ import annotations
 
 import html
+from types import SimpleNamespace
+
+import pytest
 
 from sentcl.book.claims import read_claims
+from sentcl.book.parameters import shipped_parameters
 from sentcl.book.results import load_results
+from sentcl.chapters import bsc
+from sentcl.training.variants import VARIANTS
 
 
 def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_book):
@@ -48,3 +54,47 @@ def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_b
     assert "<strong>Table 2:</strong> of" in notebook and set(claims["verdict"]) <= {"holds", "contradicted", "undetermined", "not tested"}
     assert claims["reason"].str.contains("BSC not run: Antique: data absent").any()
     assert "Traceback" not in notebook
+
+
+@pytest.mark.parametrize("profile", ["paper", "rehearsal", "demo", "smoke"])
+def test_the_builder_builds_every_planned_stage_by_its_args(profile, monkeypatch):
+    """Every stage of each profile's plan names (task, row, seed) by its ``args``, the stage itself; ``build`` trains
+    that row's one seed under it, and a fine-tuning row's after loading the runs its upstream stages name (seed k's,
+    or every seed's under "best on dev"), from which it starts."""
+    p = shipped_parameters("bsc", profile)
+    calls: list[tuple] = []
+
+    def train_row(run, data, row, *, seeds=None, starts_from=None, save_to=None, score=None):
+        calls.append((data.name, row, tuple(seeds), starts_from, save_to))
+        return SimpleNamespace(saved={s: f"saved {row} {s}" for s in seeds})
+
+    monkeypatch.setattr(bsc, "task_data", lambda run, name: SimpleNamespace(name=name))
+    monkeypatch.setattr(bsc, "train_row", train_row)
+    run = SimpleNamespace(parameters=p)
+    for stage in bsc.plan(p):
+        task, row, seed = stage.args
+        assert stage.name == bsc.training_stage(task, row, seed) and stage.alone
+        calls.clear()
+        bsc.build(run, stage)
+        start = VARIANTS[row].starts_from
+        assert calls[-1][:3] == (task, row, (seed,)) and calls[-1][4] is None
+        if start is None:
+            assert len(calls) == 1 and calls[0][3] is None
+            continue
+        (name, started, seeds, _, folder), _ = calls
+        assert (name, started) == (task, start) and folder is not None
+        assert tuple(bsc.training_stage(task, start, s) for s in seeds) == stage.upstream
+        assert calls[-1][3] == {s: f"saved {start} {s}" for s in seeds}
+
+
+def test_a_task_whose_data_are_absent_builds_nothing(monkeypatch):
+    """As the notebook does not run a task whose data the data root lacks, its stages build nothing."""
+    from sentcl.errors import DataMissingError
+
+    def absent(run, name):
+        raise DataMissingError(name)
+
+    monkeypatch.setattr(bsc, "task_data", absent)
+    monkeypatch.setattr(bsc, "train_row", lambda *a, **k: pytest.fail("trained"))
+    p = shipped_parameters("bsc", "smoke")
+    bsc.build(SimpleNamespace(parameters=p), next(iter(bsc.plan(p))))

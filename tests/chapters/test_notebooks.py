@@ -62,13 +62,14 @@ def test_cost_cells_read_the_records_shipped_with_sentcl(path):
 
 PLUMBING_TARGET = 0.30
 """Issue 29's target: at most this share of a notebook's code lines is plumbing (:func:`plumbing_share`)."""
-PLUMBING_NOW = {"mnrl_sbert": 0.64, "bsc": 0.58, "rcl": 0.49, "ifcl": 0.55, "geometry": 0.52}
+PLUMBING_NOW = {"mnrl_sbert": 0.64, "bsc": 0.67, "rcl": 0.49, "ifcl": 0.55, "geometry": 0.52}
 """Each notebook's share as it stands (rounded up): a ratchet, lowered as plumbing leaves a notebook, never raised
 to let plumbing in. Most of it is the parameters cell, which states the paper's setting, and the install cell.
 MNRL-SBERT's rose from 0.60 without a line of plumbing added (its imports fell from 33 lines to 24): its training
 loop, 17 lines of story, moved into ``sentcl.chapters.mnrl_sbert.train``, which the Ray executor's tasks share.
 RCL's rose from 0.44 likewise (its imports fell from 27 lines to 20; 52 lines of stage construction moved into
-``sentcl.chapters.rcl``, its builder's). Geometry's rose from 0.50 likewise (its imports fell from 32 lines to 27; 14
+``sentcl.chapters.rcl``, its builder's). BSC's rose from 0.57 likewise (its imports fell from 37 lines to 26; 51
+lines of data loading and trainer construction moved into ``sentcl.chapters.bsc``, its builder's). Geometry's rose from 0.50 likewise (its imports fell from 32 lines to 27; 14
 lines of trainer construction, the parameters made into a configuration and each method's settings, moved into
 ``sentcl.chapters.geometry``, its builder's). IFCL's rose from 0.50 likewise (its imports fell from 31 lines to 24;
 its training data, losses and training function moved into ``sentcl.chapters.ifcl``, its builder's: 38 lines of

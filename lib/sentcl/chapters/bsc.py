@@ -4,12 +4,20 @@ demo rests on (``benchmarks/bsc_cqa_shuffle.py``: the demo on CQA-A only at seve
 and whether the paper's shuffle ablation, Table 2, is decided there), and its plan of runs (:func:`plan`: every
 training run of every task, row and seed, which the notebook trains through and ``benchmarks/bsc_gpu.py`` projects
 onto a GPU).
+
+The notebook's training goes through this module: a task's data (:func:`task_data`, §4), a row's trainer per seed
+(:func:`trainer_for`: its loss, Eqs. 1-6 or the triplet loss, and its batches, Algorithm 1 or an ablation's) and its
+seeds' runs (:func:`train_row`). :func:`build` builds any one planned stage alone (``sentcl reproduce --executor
+ray``: one task each) through the same functions, so a task builds the very key the notebook then finds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
@@ -19,7 +27,15 @@ from ..book.cost import registry_count, run_steps
 from ..book.coverage import scored_sets
 from ..book.gpu_memory import MemoryRow, benchmark_record
 from ..book.plan import Plan, PlannedStage, stage_name
+from ..errors import DataMissingError
 from ..training.variants import VARIANTS, training_order
+
+if TYPE_CHECKING:
+    from ..book.chapter import ChapterRun
+    from ..data.records import TrainingData
+    from ..training import Trainer
+    from ..training.seeds import SavedModel, SeedRuns
+    from ..training.variants import LossSettings
 
 NAME = "bsc"
 MEMORY_RECORD = "bsc_gpu_h100.json"
@@ -142,8 +158,173 @@ def plan(p: Mapping[str, Any], sizes: Mapping[str, TaskSize] | None = None) -> P
                     training_what(task, example), name=training_stage(task, row, seed), upstream=upstream,
                     steps=run_steps(pairs, p["batch_size"][task], epochs), step=f"batch {p['batch_size'][task]}",
                     evaluations=evaluations, evaluation_sentences=evaluations * dev_texts,
-                    sentences=evaluations * dev_texts + (2 * pairs * epochs if example else 0)))
+                    sentences=evaluations * dev_texts + (2 * pairs * epochs if example else 0), args=(task, row, seed)))
     return Plan(NAME, stages)
+
+
+@dataclass
+class TaskData:
+    """What a task's rows train on (§4): its training ``record`` (capped at ``train_rows``, less the tenth a ``"9:1"``
+    dev split holds out), its labelled training ``pairs``, its ``dev`` data (None without model selection) and, where
+    its fallback training data stood in, the note that says so."""
+
+    name: str
+    record: Any
+    pairs: TrainingData
+    dev: Any  # None without model selection
+    fell_back: str | None = None
+
+
+def task_data(run: ChapterRun, name: str) -> TaskData:
+    """Task ``name``'s data (:class:`TaskData`) from the run's data root: its ``train_data`` (else its
+    ``train_fallback``), whole questions in the file's order up to ``train_rows`` for a retrieval set (a seeded
+    subset for a pair set), its dev data (the last tenth under ``"9:1"``, else ``dev_max_queries`` of ``dev_data``,
+    seeded), its pairs labelled as the task scores them (Antique's grades scaled to [0, 1], else binary). Raises
+    :class:`~sentcl.errors.DataMissingError` where the data root lacks them (the task is not run)."""
+    from ..data.judged_pairs import first_questions, training_pairs
+    from ..data.records import RetrievalSet, subset
+    from ..evaluation.tasks import task
+
+    p = run.parameters
+    fell_back = None
+    try:
+        record = run.load(*p["train_data"][name].split("/"))
+    except DataMissingError:  # the task's fallback training data, said under every row it trains
+        if name not in p["train_fallback"]:
+            raise
+        record = run.load(*p["train_fallback"][name].split("/"))
+        fell_back = f"trained on {p['train_fallback'][name]}: {p['train_data'][name]} is not in this run's data root"
+    cap = p["train_rows"].get(name, 0)
+    if isinstance(record, RetrievalSet) and cap:  # whole questions, in the file's order
+        record = first_questions(record, cap)
+    elif cap:
+        record = subset(record, cap, p["seeds"][0], f"train_rows[{name!r}]")
+    dev = None
+    if p["dev_data"][name] == "9:1":  # the last tenth held out
+        cut = len(record) - max(1, len(record) // 10)
+        dev, record = record.take(range(cut, len(record))), record.take(range(cut))
+    elif p["select_on_dev"]:
+        dev = subset(run.load(*p["dev_data"][name].split("/")), p["dev_max_queries"].get(name, 0), p["seeds"][0],
+                     f"dev_max_queries[{name!r}]")
+    pairs = training_pairs(record, grades="scaled" if name == "Antique" else "binary",
+                           positive_label=task(p["eval_tasks"][name]).positive_label)
+    return TaskData(name, record, pairs, dev, fell_back)
+
+
+def data_absent(p: Mapping[str, Any], name: str) -> str:
+    """Why task ``name`` is not run where :func:`task_data` finds its data absent (the files, not the folders)."""
+    files = (p["train_data"][name] if p["dev_data"][name] == "9:1" or not p["select_on_dev"]
+             else f"{p['train_data'][name]} or {p['dev_data'][name]}")
+    return f"not run: data absent ({files} is not in this run's data root)"
+
+
+def loss_settings(p: Mapping[str, Any], name: str) -> LossSettings:
+    """Task ``name``'s loss hyperparameters (§5.2): τ, normalisation, the two sides of Eq. 1, the threshold of a
+    positive, μ of Eq. 6, the triplet loss's margin and distance."""
+    from ..training.variants import LossSettings
+
+    return LossSettings(temperature=p["temperature"][name], normalization=p["normalization"][name], symmetric=p["symmetric"],
+                        sides=p["sides"], threshold=p["threshold"].get(name, 0.5), identical_anchors=p["identical_anchors"],
+                        mu=p["mu"][name], triplet_margin=p["triplet_margin"].get(name, 0.5),
+                        triplet_distance=p["triplet_distance"])
+
+
+def sampler_for(p: Mapping[str, Any], name: str, batches: str) -> Any:
+    """The batches of a variant (§3.2: Algorithm 1's example-based shuffling, or an ablation's), with task
+    ``name``'s group size."""
+    from ..training.variants import batch_sampler
+
+    return batch_sampler(batches, group_size=p["group_size"].get(name, 8), neighbours=p["neighbours"],
+                         clusters=p["clusters"], column=p["shuffle_column"], start_epoch=p["shuffle_start_epoch"],
+                         index=p["shuffle_index"])
+
+
+def pfcc_negatives(run: ChapterRun, record: Any) -> Callable[[TrainingData], list[tuple[str, str]]]:
+    """PFCC-S (§4): training pairs -> for each tweet, the verified claims of ``record``'s whole database at ranks
+    100 + 2^k by an SBERT (``pfcc_negatives_model``)."""
+    from ..data.judged_pairs import log_rank_negative_pairs
+    from ..embeddings import embedder
+    from ..models import load_encoder
+
+    p = run.parameters
+
+    def negatives(data: TrainingData) -> list[tuple[str, str]]:
+        embed = embedder(load_encoder(p["pfcc_negatives_model"]), precision=p["encode_precision"], show_progress=False)
+        return log_rank_negative_pairs(data, record.corpus.values(), embed, start=p["pfcc_negatives_start"])
+
+    return negatives
+
+
+def row_data(run: ChapterRun, data: TaskData, row: str) -> TrainingData:
+    """The rows ``row``'s variant trains on (:func:`sentcl.data.judged_pairs.training_rows`): the task's pairs, its
+    positives, its pointwise rows or its triplets (PFCC-S's negatives sampled by :func:`pfcc_negatives`)."""
+    from ..data.judged_pairs import training_rows
+
+    p = run.parameters
+    return training_rows(data.pairs, VARIANTS[row].rows, threshold=p["threshold"].get(data.name, 0.5),
+                         negatives=pfcc_negatives(run, data.record) if data.name == "PFCC-S" else None)
+
+
+def trainer_for(run: ChapterRun, data: TaskData, row: str, rows: TrainingData, seed: int, start: str | None) -> Trainer:
+    """Seed ``seed``'s trainer of ``row`` on task ``data`` (its training ``rows``: :func:`row_data`): the variant's
+    loss (:func:`sentcl.training.variants.loss_factory`, the task's :func:`loss_settings`) and batches
+    (:func:`sampler_for`), AdamW (with bias correction where ``bias_correction`` says) with linear warm-up and
+    decay, one evaluation on the dev data per epoch keeping the best (``select_on_dev``, on the table's first
+    metric), the model loaded from ``start`` (the folder of the model it fine-tunes; None: ``base_model``)."""
+    from ..evaluation.scoring import dev_evaluator
+    from ..evaluation.tasks import task
+    from ..models import load_encoder
+    from ..training import Trainer, TrainingConfig
+    from ..training.variants import loss_factory
+
+    p, name, variant = run.parameters, data.name, VARIANTS[row]
+    select = p["select_on_dev"]
+    main = task(p["eval_tasks"][name]).metrics[0].key  # the dev evaluator's name of the table's first metric
+    config = TrainingConfig(
+        epochs=p["epochs"][name], batch_size=p["batch_size"][name], learning_rate=p["learning_rate"][name],
+        optimizer="adamw", adam_bias_correction=p["bias_correction"].get(name, False), weight_decay=p["weight_decay"],
+        warmup_ratio=p["warmup_ratio"], max_grad_norm=p["max_grad_norm"], seed=seed, precision=p["precision"],
+        eval_fraction=1.0 if select else None, metric_for_best=main if select else None)
+    evaluator = dev_evaluator(p["eval_tasks"][name], data.dev, precision=p["encode_precision"]) if select else None
+    model = load_encoder(start or p["base_model"], pooling=p["pooling"], max_seq_length=p["max_seq_length"])
+    return Trainer(model, loss_factory(variant, loss_settings(p, name)), rows, config, evaluator=evaluator,
+                   sampler=sampler_for(p, name, variant.batches), name=f"{name} {row} seed {seed}")
+
+
+def train_row(run: ChapterRun, data: TaskData, row: str, *, seeds: Sequence[int] | None = None,
+              score: Callable[[Any], Any] | None = None, starts_from: Mapping[int, SavedModel] | None = None,
+              save_to: str | Path | None = None) -> SeedRuns:
+    """Train ``row`` of task ``data`` with every seed of ``seeds`` (None: the run's) under :func:`training_stage`
+    (cached: a rerun loads it), each seed's run from ``starts_from`` (seed -> the model it fine-tunes; None: the base
+    model), and score what ``seed_summary`` reports with ``score`` (:func:`sentcl.training.seeds.train_seeds`);
+    ``save_to`` keeps the models a row fine-tuning this one starts from."""
+    from ..training.seeds import train_seeds
+
+    p = run.parameters
+    rows = row_data(run, data, row)
+    return train_seeds(lambda seed, start: trainer_for(run, data, row, rows, seed, start), p["seeds"] if seeds is None else seeds,
+                       seed_summary=p["seed_summary"], score=score, starts_from=starts_from, save_to=save_to,
+                       train=lambda trainer: run.train(trainer, stage=training_stage(data.name, row, trainer.config.seed)))
+
+
+def build(run: ChapterRun, stage: PlannedStage) -> None:
+    """Build one planned stage (:func:`plan`; its ``args``: task, row, seed) into the artifact cache, as the notebook
+    would: a row's run of one seed; a fine-tuning row's after loading from the cache the run it starts from (seed k's,
+    or under ``seed_summary`` "best on dev" the best of the starting row's seeds). A task whose data the run's data
+    root lacks builds nothing (the notebook does not run it either)."""
+    name, row, seed = stage.args
+    try:
+        data = task_data(run, name)
+    except DataMissingError:
+        return
+    start = VARIANTS[row].starts_from
+    if start is None:
+        train_row(run, data, row, seeds=[seed])
+        return
+    seeds = [seed] if run.parameters["seed_summary"] == "mean" else run.parameters["seeds"]
+    with tempfile.TemporaryDirectory() as folder:  # the path is not in a run's key: the weights are
+        started = train_row(run, data, start, seeds=seeds, save_to=folder)
+        train_row(run, data, row, seeds=[seed], starts_from=started.saved)
 
 
 def data_needs(p: Mapping[str, Any]) -> dict:
@@ -232,9 +413,11 @@ CHAPTER = Chapter(
     measurement=Measurement(CQA_SHUFFLE, "Could the demo decide the shuffle ablation on CQA-A?", cqa_shuffle_frame,
                             _cqa_shuffle_caption),
     plan=plan,
+    build=build,
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "COLUMNS", "MAIN", "TABLES", "TASKS_OF", "ZERO_SHOT", "TaskSize", "cqa_shuffle_frame",
-           "data_needs", "memory_rows", "paper_sizes", "plan", "task_columns", "trained_rows", "training_stage",
-           "training_what"]
+__all__ = ["CAPTIONS", "CHAPTER", "COLUMNS", "MAIN", "TABLES", "TASKS_OF", "ZERO_SHOT", "TaskData", "TaskSize", "build",
+           "cqa_shuffle_frame", "data_absent", "data_needs", "loss_settings", "memory_rows", "paper_sizes", "pfcc_negatives",
+           "plan", "row_data", "sampler_for", "task_columns", "task_data", "train_row", "trained_rows", "trainer_for",
+           "training_stage", "training_what"]
