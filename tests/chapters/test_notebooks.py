@@ -69,9 +69,9 @@ MNRL-SBERT's rose from 0.60 without a line of plumbing added (its imports fell f
 loop, 17 lines of story, moved into ``sentcl.chapters.mnrl_sbert.train``, which the Ray executor's tasks share.
 RCL's rose from 0.44 likewise (its imports fell from 27 lines to 20; 52 lines of stage construction moved into
 ``sentcl.chapters.rcl``, its builder's). BSC's rose from 0.57 likewise (its imports fell from 37 lines to 26; 51
-lines of data loading and trainer construction moved into ``sentcl.chapters.bsc``, its builder's). Geometry's rose from 0.50 likewise (its imports fell from 32 lines to 27; 14
-lines of trainer construction, the parameters made into a configuration and each method's settings, moved into
-``sentcl.chapters.geometry``, its builder's). IFCL's rose from 0.50 likewise (its imports fell from 31 lines to 24;
+lines of data loading and trainer construction moved into ``sentcl.chapters.bsc``, its builder's). Geometry's rose
+from 0.50 likewise (its imports fell from 32 lines to 27; 14 lines of trainer construction, the parameters made into
+a configuration and each method's settings, moved into ``sentcl.chapters.geometry``, its builder's). IFCL's rose from 0.50 likewise (its imports fell from 31 lines to 24;
 its training data, losses and training function moved into ``sentcl.chapters.ifcl``, its builder's: 38 lines of
 story fewer)."""
 COST_CALLS = re.compile(r"\b(gpu_summary|write_coverage|measurement_frame|benchmark_result|\w+_stages|\w+_paper_projection)\(")
