@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> Path:
     from sentcl.io import atomic_write_json
 
     work = args.work or Path(tempfile.mkdtemp(prefix=f"ray-{args.profile}-"))
+    work.mkdir(parents=True, exist_ok=True)
     common = ["reproduce", "--profile", args.profile, *(["--data-dir", str(args.data_dir.resolve())] if args.data_dir else []),
               "--no-book"]
     ray_options = ["--executor", "ray", "--cpus-per-run", str(args.cpus_per_run), "--runs-per-gpu", str(args.runs_per_gpu)]
