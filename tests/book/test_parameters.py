@@ -110,6 +110,43 @@ def test_a_sentcl_reproduce_run_resolves_to_what_it_injected(chapter, profile, t
     capsys.readouterr()
 
 
+@pytest.mark.parametrize("profile", ["smoke", "paper"])
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_a_sentcl_reproduce_kernel_takes_the_values_it_was_given_without_reading_them_again(chapter, profile, tmp_path,
+                                                                                           capsys, monkeypatch):
+    """The kernel of a notebook sentcl reproduce runs gets where each value came from (RESOLVED_ENV): it resolves
+    to what the runner resolved and checked, reading neither the notebook nor the profiles file nor the input
+    history again, and says which values came from the profile and which were given."""
+    defaults = parameters.notebook_parameters(ROOT / "notebooks" / f"{chapter}.ipynb")
+    override = next(name for name, value in defaults.items() if type(value) is int)
+    (tmp_path / "data").mkdir()
+    plan = runner.plan_chapter(ROOT, chapter, profile, [(override, "7")], DataChoice(tmp_path / "data", False), tmp_path)
+    namespace = {**defaults, **plan.injected}  # what papermill leaves in the kernel
+    monkeypatch.setattr(parameters, "notebook_parameters", None)  # not called again
+    monkeypatch.setattr(parameters, "read_profiles", None)
+    monkeypatch.setattr(parameters, "papermill_injected_names", None)
+    monkeypatch.setenv(*next(iter(parameters.resolution(chapter, profile, plan.origins).items())))
+    assert parameters.resolve_parameters(chapter, namespace) == plan.parameters
+    said = capsys.readouterr().out
+    profile_values = sum(origin.startswith("profile") for origin in plan.origins.values())
+    assert f"{profile_values} values from the profile" in said
+    given = re.search(r"(\d+) given \(([^)]*)\)", said)
+    assert given and set(given.group(2).split(", ")) == {override, "profile", "data_dir", "out_dir"}
+    assert re.search(rf"^  {override}\s+= 7  \(given \(-p\)\)$", said, re.M)
+
+
+def test_a_kernel_given_another_chapters_resolution_resolves_its_own(defaults, monkeypatch, capsys):
+    """A notebook started by hand from a kernel that inherited another run's variable resolves its own profile."""
+    monkeypatch.setenv(*next(iter(parameters.resolution("rcl", "smoke", {"profile": "given (--profile)"}).items())))
+    resolved = parameters.resolve_parameters(CHAPTER, {**defaults, "profile": "smoke"}, given={"profile"})
+    assert resolved == parameters.resolve_parameters(CHAPTER, {**defaults, "profile": "smoke"}, given={"profile"})
+    assert resolved["train_pairs"] == smoke_profile()["train_pairs"]
+    monkeypatch.setenv(*next(iter(parameters.resolution(CHAPTER, "smoke", {"nowhere": "default"}).items())))
+    with pytest.raises(ConfigError, match="resolved nowhere, which this kernel lacks"):
+        parameters.resolve_parameters(CHAPTER, {**defaults, "profile": "smoke"})
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("profile", ["smoke", "demo", "rehearsal", "paper"])
 @pytest.mark.parametrize("chapter", list(CHAPTERS))
 def test_papermill_with_only_the_profile_gets_what_sentcl_reproduce_injects(chapter, profile, tmp_path, capsys, monkeypatch):

@@ -50,6 +50,11 @@ DRIVE_MOUNT = Path("/content/drive")
 """Where Colab mounts Google Drive (the persistent folder is ``MyDrive/sentcl`` under it)."""
 PAPERMILL_HEADER = "# Parameters"
 """The first line of the cell papermill injects after the parameters cell (its default comment)."""
+RESOLVED_ENV = "SENTCL_RESOLVED"
+"""Set by ``sentcl reproduce`` for the kernel of the notebook it runs (:func:`resolution`): the chapter, the profile
+and where each parameter's value came from, which it resolved and checked before anything ran. The notebook's
+resolution cell then takes the values papermill injected as they are: a profile is read and checked once per run
+(not again in the kernel: no notebook or profiles file parsed twice, no input history read)."""
 
 
 # --------------------------------------------------------------------------- the cell and the profiles
@@ -253,6 +258,34 @@ def resolve_parameters(chapter: str, namespace: Mapping[str, Any], *, given: Ite
     parameter, or a data root the profile reads that is not a folder (:func:`check_data_dir`; a
     data_dir the profile does not read is a warning).
     """
+    by_runner = resolved_by_runner(chapter, namespace) if given is None else None
+    if by_runner is not None:  # sentcl reproduce resolved and checked them: papermill injected its values
+        origins = by_runner
+        resolved, profile = {name: namespace[name] for name in origins}, namespace["profile"]
+    else:
+        resolved, origins = _resolve(chapter, namespace, given)
+        profile = resolved["profile"]
+    storage = persistent_folder(resolved[PERSISTENT]) if resolved.get(PERSISTENT) else None
+    if storage is not None:  # the cache and the results outlive the machine: a rerun on a fresh one resumes there
+        os.environ[CACHE_ENV] = str(storage / "cache")
+    if resolved["out_dir"] is None:
+        resolved["out_dir"], origins["out_dir"] = (
+            (f"runs/{profile}", "default: runs/<profile>") if storage is None
+            else (str(storage / "runs" / profile), f"default: {PERSISTENT}/runs/<profile>"))
+    print(describe_resolution(chapter, profile, resolved, origins))
+    if storage is not None:
+        print(f"persistent storage {storage}: the cache (trained models, checkpoints, embeddings) in {storage / 'cache'}, "
+              f"the results in {resolved['out_dir']}; run the notebook again with the same parameters after a "
+              "disconnect and it continues from there")
+    unread = check_data_dir(profile, resolved["data_dir"]) if by_runner is None else None  # else checked by the runner
+    if unread:
+        print(f"sentcl: WARNING: {unread}", file=sys.stderr, flush=True)
+    return resolved
+
+
+def _resolve(chapter: str, namespace: Mapping[str, Any], given: Iterable[str] | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The values and their origins (:func:`resolve_parameters`) from the shipped notebook's parameters cell and
+    profiles file, each given value checked against its default's type and range."""
     notebook = notebook_file(f"{chapter}.ipynb")
     defaults = notebook_parameters(notebook)
     given = set(papermill_injected_names() if given is None else given)
@@ -271,22 +304,30 @@ def resolve_parameters(chapter: str, namespace: Mapping[str, Any], *, given: Ite
             resolved[name], origins[name] = profile_values[name], f"profile {profile}"
         else:
             resolved[name], origins[name] = default, "default"
-    storage = persistent_folder(resolved[PERSISTENT]) if resolved.get(PERSISTENT) else None
-    if storage is not None:  # the cache and the results outlive the machine: a rerun on a fresh one resumes there
-        os.environ[CACHE_ENV] = str(storage / "cache")
-    if resolved["out_dir"] is None:
-        resolved["out_dir"], origins["out_dir"] = (
-            (f"runs/{profile}", "default: runs/<profile>") if storage is None
-            else (str(storage / "runs" / profile), f"default: {PERSISTENT}/runs/<profile>"))
-    print(describe_resolution(chapter, profile, resolved, origins))
-    if storage is not None:
-        print(f"persistent storage {storage}: the cache (trained models, checkpoints, embeddings) in {storage / 'cache'}, "
-              f"the results in {resolved['out_dir']}; run the notebook again with the same parameters after a "
-              "disconnect and it continues from there")
-    unread = check_data_dir(profile, resolved["data_dir"])
-    if unread:
-        print(f"sentcl: WARNING: {unread}", file=sys.stderr, flush=True)
-    return resolved
+    return resolved, origins
+
+
+def resolution(chapter: str, profile: str, origins: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``sentcl reproduce`` gives the kernel of ``chapter``'s notebook (:data:`RESOLVED_ENV`): the
+    parameters it resolved and checked with ``profile``, each with where its value came from."""
+    return {RESOLVED_ENV: json.dumps({"chapter": chapter, "profile": profile, "origins": dict(origins)})}
+
+
+def resolved_by_runner(chapter: str, namespace: Mapping[str, Any]) -> dict[str, str] | None:
+    """Where each parameter's value came from, as ``sentcl reproduce`` resolved them for this kernel
+    (:data:`RESOLVED_ENV`), or None: not run by it, or run for another chapter or profile (a notebook started
+    by hand from a kernel that inherited the variable). A parameter it resolved that the kernel lacks is a
+    ConfigError (papermill injected other values than it said)."""
+    raw = os.environ.get(RESOLVED_ENV)
+    if not raw:
+        return None
+    found = json.loads(raw)
+    if found["chapter"] != chapter or namespace.get("profile") != found["profile"]:
+        return None
+    missing = sorted(set(found["origins"]) - set(namespace))
+    if missing:
+        raise ConfigError(f"{chapter} notebook: sentcl reproduce resolved {', '.join(missing)}, which this kernel lacks")
+    return dict(found["origins"])
 
 
 def persistent_folder(value: str) -> Path:
@@ -330,7 +371,7 @@ def check_data_dir(profile: str, data_dir: Any, given: str = "data_dir") -> str 
 
 def describe_resolution(chapter: str, profile: str, values: Mapping[str, Any], origins: Mapping[str, str]) -> str:
     """The resolved parameters as text: a summary line, then ``name = value  (where from)`` per parameter."""
-    given = [name for name, origin in origins.items() if origin == "given"]
+    given = [name for name, origin in origins.items() if origin.startswith("given")]
     from_profile = sum(origin.startswith("profile") for origin in origins.values())
     lines = [f"{chapter}, profile {profile}: {from_profile} values from the profile (notebooks/{chapter}.profiles.yaml "
              f"as shipped with sentcl), {len(given)} given ({', '.join(given) or 'none'}), "

@@ -5,8 +5,9 @@ and holds only ``NAME = literal`` lines, among them ``profile``, ``data_dir`` an
 ``out_dir`` (set by this command from ``--profile``, ``--data-dir`` and ``--out``).
 ``notebooks/<chapter>.profiles.yaml`` gives the values of each profile
 (:mod:`sentcl.book.parameters`). This command injects every value of the profile, the ``-p``
-overrides and its own three, so the notebook's own profile resolution (the cell after its
-install cell) finds them all given and changes nothing.
+overrides and its own three, and tells the kernel where each value came from
+(:data:`~sentcl.book.parameters.RESOLVED_ENV`), so the notebook's own profile resolution (the cell after its
+install cell) takes them as they are: the profile is read and checked once, here.
 
 The notebook also needs a ``# Title`` markdown cell (after the parameters cell): the book
 uses it as the page title, and a page without one fails the build. The cell after the
@@ -52,7 +53,7 @@ from .chapter import OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
 from .chapter_spec import all_chapters
 from .layout import Layout
 from .markdown import duration
-from .parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, unknown_parameter
+from .parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, resolution, unknown_parameter
 from .profiles import NAMES
 from .records import RunRecord, environment, write_run_record
 from .results import RUN_ID_ENV, new_run_id
@@ -68,6 +69,9 @@ class Plan:
     executed: Path
     injected: dict[str, Any]
     parameters: dict[str, Any]
+    origins: dict[str, str] = field(default_factory=dict)
+    """Where each parameter's value came from (the profile, ``-p``, this command's options, the cell's default):
+    the kernel takes the injected values as resolved (:data:`sentcl.book.parameters.RESOLVED_ENV`)."""
 
 
 def plan_chapter(
@@ -78,15 +82,17 @@ def plan_chapter(
     notebook = root / "notebooks" / f"{chapter}.ipynb"
     defaults = notebook_parameters(notebook)
     injected = dict(read_profiles(notebook.with_suffix(".profiles.yaml"), defaults)[profile])
+    origins = {name: f"profile {profile}" if name in injected else "default" for name in defaults}
     for name, text in overrides:
         where = f"-p {name} (notebooks/{chapter}.ipynb)"
         if name in INJECTED:
             raise ConfigError(f"{where}: {name} is set with {INJECTED[name]}")
         if name not in defaults:
             raise unknown_parameter(name, defaults, where)
-        injected[name] = parse_value(name, text, defaults[name], where)
+        injected[name], origins[name] = parse_value(name, text, defaults[name], where), "given (-p)"
     injected.update(profile=profile, data_dir=str(data.root), out_dir=str(out))
-    return Plan(chapter, notebook, Layout(out).notebook(chapter), injected, {**defaults, **injected})
+    origins |= {name: f"given ({option})" for name, option in INJECTED.items()}
+    return Plan(chapter, notebook, Layout(out).notebook(chapter), injected, {**defaults, **injected}, origins)
 
 
 # --------------------------------------------------------------------------- execution
@@ -143,7 +149,8 @@ def execute(plan: Plan, profile: str, data: DataChoice, env: dict[str, Any], cwd
     plan.executed.parent.mkdir(parents=True, exist_ok=True)
     # the kernel inherits these: its run id, and progress bars drawn on this terminal
     kernel_env = {RUN_ID_ENV: run_id, PROGRESS_ENV: TERMINAL, LABEL_ENV: plan.chapter,
-                  OUTPUT_CLAIMED_ENV: str(Path(plan.parameters["out_dir"]).resolve())}
+                  OUTPUT_CLAIMED_ENV: str(Path(plan.parameters["out_dir"]).resolve()),
+                  **resolution(plan.chapter, profile, plan.origins)}
     old = {name: os.environ.get(name) for name in kernel_env}
     os.environ.update(kernel_env)
     t0 = time.perf_counter()
