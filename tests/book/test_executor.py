@@ -168,3 +168,26 @@ def test_last_line_is_the_error_raised_in_the_worker():
     err = RuntimeError("ray::_task() (pid=1, ip=10.0.0.1)\n  File \"x.py\", line 3, in f\n    raise KeyError\nKeyError: 'x'\n")
     assert last_line(err) == "KeyError: 'x'"
     assert last_line(RuntimeError("")) == "RuntimeError"
+
+
+def test_two_chapters_runs_of_one_name_keep_a_record_each(tmp_path, monkeypatch):
+    """The tasks of a chapter write their records under that chapter's run id (Job.run_id), as its notebook does in
+    process: RCL's and the geometry chapter's entropy models share a run name, and each keeps its record (under one
+    run id for every task, the second overwrote the first)."""
+    from sentcl.book.executor import build_stage
+    from sentcl.chapters import geometry, rcl
+
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SENTCL_DATA", raising=False)
+    out = tmp_path / "out"
+    params = {name: shipped_parameters(name, "smoke") | {"out_dir": str(out), "data_dir": None} for name in ("rcl", "geometry")}
+    work = {job.chapter: job for job in jobs(params)}
+    phi = params["rcl"]["phis"][0]
+    family = params["geometry"]["base_models"][next(iter(params["geometry"]["base_models"]))]
+    stages = {"rcl": rcl.entropy_stage(phi), "geometry": geometry.entropy_stage(family, params["geometry"]["rcl_phis"][0])}
+    assert work["rcl"].run_id != work["geometry"].run_id
+    for chapter, stage in stages.items():
+        build_stage(chapter, params[chapter], stage, run_id=work[chapter].run_id)
+    records = [json.loads(p.read_text()) for p in Layout(out).records.glob("training-*.json")]
+    assert sorted((r["chapter"], r["run_id"]) for r in records) == sorted((c, work[c].run_id) for c in stages)
+    assert len({r["name"] for r in records}) == 1  # one name, two records

@@ -17,7 +17,9 @@ each stage in the cache. A chapter without a builder is built by its notebook, i
   built and kept, and its chapter's notebook is not run. A rerun finds the finished stages in the cache and
   builds only what is missing; two commands on one cache wait for each other's stages (the stage locks).
 - **Progress**: one bar per chapter (stages built of planned), the stages running named after it; the training
-  record of each stage built says which node and device built it (``config.built_by``).
+  record of each stage built says which node and device built it (``config.built_by``). A chapter's tasks share one
+  run id of their own, as its notebook's runs do in process (so two chapters' runs of one name, RCL's and the
+  geometry chapter's "RCL seed 0", keep a record each).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ..paths import CACHE_ENV, cache_root
 from .chapter import BUILT_BY_ENV, OUTPUT_CLAIMED_ENV
 from .chapter_spec import resolve
 from .plan import Plan
-from .results import RUN_ID_ENV, current_run_id
+from .results import RUN_ID_ENV, new_run_id
 
 RETRIES = 3
 """How many times Ray runs a stage again whose worker died (a stage that raises is not run again)."""
@@ -47,11 +49,12 @@ LOCAL_OBJECT_STORE = 200 * 2**20
 @dataclass
 class Job:
     """One chapter's stages to build: its plan of the run's parameters (the stages a task can build alone,
-    :meth:`~sentcl.book.plan.Plan.alone`; its notebook builds the others)."""
+    :meth:`~sentcl.book.plan.Plan.alone`; its notebook builds the others), and the run id its tasks' records carry."""
 
     chapter: str
     parameters: dict[str, Any]
     plan: Plan
+    run_id: str = field(default_factory=new_run_id)
 
 
 @dataclass
@@ -78,10 +81,12 @@ def jobs(parameters: Mapping[str, Mapping[str, Any]]) -> list[Job]:
     return found
 
 
-def build_stage(chapter: str, parameters: Mapping[str, Any], name: str, threads: int | None = None) -> dict[str, Any]:
+def build_stage(chapter: str, parameters: Mapping[str, Any], name: str, threads: int | None = None,
+                run_id: str | None = None) -> dict[str, Any]:
     """Build the planned stage ``name`` of ``chapter`` with ``parameters`` (its run's, ``profile``, ``data_dir`` and
-    ``out_dir`` among them) in this process: a :class:`~sentcl.book.chapter.ChapterRun` of the chapter and the
-    chapter's builder. Returns the stage, the node and the device that built it."""
+    ``out_dir`` among them) in this process: a :class:`~sentcl.book.chapter.ChapterRun` of the chapter (its records
+    under ``run_id``; None: this process's) and the chapter's builder. Returns the stage, the node and the device
+    that built it."""
     import torch
 
     from .chapter import ChapterRun, SampleDataWarning
@@ -92,6 +97,8 @@ def build_stage(chapter: str, parameters: Mapping[str, Any], name: str, threads:
     node = _node()
     device = environment()["device"]
     os.environ[BUILT_BY_ENV] = f"{node} ({device})"
+    if run_id:
+        os.environ[RUN_ID_ENV] = run_id
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SampleDataWarning)  # the command said which data it runs on
         run = ChapterRun(chapter, profile=parameters["profile"], data_dir=parameters["data_dir"],
@@ -119,14 +126,14 @@ def build_with_ray(work: Sequence[Job], *, address: str | None = None, runs_per_
                    threads: int | None = None, env: Mapping[str, str] | None = None, show_progress: bool = True) -> Built:
     """Build every stage of ``work`` as Ray tasks (module doc) on the cluster at ``address`` (None: start a local
     one on this machine's CPUs and GPUs; ``"auto"`` or ``ray://host:port``: join a running one). ``threads``: each
-    task's torch threads (None: this process's). ``env``: the variables every task's process gets (the cache root,
-    the run id, the claim on the output folder)."""
+    task's torch threads (None: this process's). ``env``: the variables every task's process gets besides the
+    cache root (the claim on the output folder)."""
     import ray
     import torch
 
     if runs_per_gpu < 1 or cpus_per_run < 1:
         raise ConfigError(f"runs per GPU ({runs_per_gpu}) and CPUs per run ({cpus_per_run}) must be 1 or more")
-    variables = {CACHE_ENV: str(cache_root()), RUN_ID_ENV: current_run_id(), **(env or {})}
+    variables = {CACHE_ENV: str(cache_root()), **(env or {})}
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, runtime_env={"env_vars": variables}, include_dashboard=False, log_to_driver=False,
@@ -141,9 +148,10 @@ def build_with_ray(work: Sequence[Job], *, address: str | None = None, runs_per_
             ray.shutdown()
 
 
-def _task(chapter: str, parameters: Mapping[str, Any], name: str, threads: int | None, *upstream: Any) -> dict[str, Any]:
+def _task(chapter: str, parameters: Mapping[str, Any], name: str, threads: int | None, run_id: str,
+          *upstream: Any) -> dict[str, Any]:
     """One Ray task: build one stage (``upstream``: the results of the tasks it waits for)."""
-    return build_stage(chapter, parameters, name, threads)
+    return build_stage(chapter, parameters, name, threads, run_id)
 
 
 def _run(ray: Any, task: Any, work: Sequence[Job], threads: int | None, show_progress: bool) -> Built:
@@ -155,7 +163,7 @@ def _run(ray: Any, task: Any, work: Sequence[Job], threads: int | None, show_pro
     for job in work:  # in plan order: a stage after the stages it reads
         for stage in job.plan.alone():
             upstream = [by_name[(job.chapter, u)] for u in stage.upstream]
-            ref = task.remote(job.chapter, job.parameters, stage.name, threads, *upstream)
+            ref = task.remote(job.chapter, job.parameters, stage.name, threads, job.run_id, *upstream)
             refs[ref] = (job, stage.name)
             by_name[(job.chapter, stage.name)] = ref
     bars = {job.chapter: progress_bar(total=len(job.plan.alone()), desc=f"{job.chapter} stages", unit="stage",

@@ -343,7 +343,7 @@ def prebuild(args: argparse.Namespace, plans: list[Plan], out: Path) -> dict[str
     print(f"sentcl: ray: building {sum(len(j.plan.alone()) for j in work)} stages of {', '.join(j.chapter for j in work) or 'no chapter'}"
           + (f"; {', '.join(others)} build theirs in their notebooks" if others else ""), flush=True)
     built = build_with_ray(work, address=args.address, runs_per_gpu=args.runs_per_gpu or 1, cpus_per_run=args.cpus_per_run or 1,
-                           env=task_environment(out) | {RUN_ID_ENV: new_run_id()})
+                           env=task_environment(out))
     for line in built.lines():
         print(f"sentcl: FAILED {line}", file=sys.stderr)
     return built.failed
