@@ -3,11 +3,10 @@ chapter) with the default executor and with ``--executor ray`` on a local Ray cl
 cache, and whether the two give the same numbers, file for file.
 
 Both commands run here, one after the other (``--no-book``: the book is the same work either way). The Ray run
-builds every planned stage of every chapter as Ray tasks, ``--cpus-per-run`` CPUs each (so this machine's CPUs /
-that many tasks at once: its "workers"), then runs the notebooks, which find every stage in the cache. Each task
-computes with the command's torch thread count (the executor's rule: a CPU's sums depend on its threads, so the
-numbers stay the in-process ones), so on a CPU-only machine K tasks share its cores: on 2 cores expect little or no
-gain; what is measured there is Ray's overhead. The comparison reads every ``results/``, ``claims/`` and
+builds every planned stage of every chapter as Ray tasks, ``--cpus-per-run`` CPUs and torch threads each (default:
+the executor's, as many as the command computes with, which keeps the in-process numbers bit for bit), so this
+machine's CPUs / that many tasks at once (its "workers"), then runs the notebooks, which find every stage in the
+cache. On 2 cores the default is one task at a time: what is measured there is Ray's overhead. The comparison reads every ``results/``, ``claims/`` and
 ``geometry/`` file (run ids aside) and every training record's health.
 
 The smoke profile (the project's sample data) and the rehearsal, on this project's 2-core machine (2 workers), and
@@ -86,12 +85,20 @@ def differences(a: Path, b: Path) -> tuple[list[str], list[str]]:
     return found, timing
 
 
+def threads() -> int:
+    """The torch threads a ``sentcl`` command computes with on this machine."""
+    import torch
+
+    return torch.get_num_threads()
+
+
 def main(argv: list[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the JSON record to write")
     parser.add_argument("--profile", default="rehearsal")
     parser.add_argument("--data-dir", type=Path, default=None, help="the data root (e.g. ../shared/data; none: the profile's own)")
-    parser.add_argument("--cpus-per-run", type=int, default=1, help="CPUs each Ray task asks for")
+    parser.add_argument("--cpus-per-run", type=int, default=None,
+                        help="CPUs (and torch threads) each Ray task asks for (default: the executor's, the command's threads)")
     parser.add_argument("--runs-per-gpu", type=int, default=1, help="Ray tasks sharing one GPU (a machine with GPUs)")
     parser.add_argument("--work", type=Path, default=None, help="where the two runs' caches and outputs go (default: a temporary folder)")
     args = parser.parse_args(argv)
@@ -102,7 +109,8 @@ def main(argv: list[str] | None = None) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     common = ["reproduce", "--profile", args.profile, *(["--data-dir", str(args.data_dir.resolve())] if args.data_dir else []),
               "--no-book"]
-    ray_options = ["--executor", "ray", "--cpus-per-run", str(args.cpus_per_run), "--runs-per-gpu", str(args.runs_per_gpu)]
+    ray_options = ["--executor", "ray", "--runs-per-gpu", str(args.runs_per_gpu),
+                   *(["--cpus-per-run", str(args.cpus_per_run)] if args.cpus_per_run else [])]
     walls = {}
     for name, extra in (("in-process", []), ("ray", ray_options)):
         print(f"{name}: sentcl {' '.join(common + extra)}", flush=True)
@@ -114,7 +122,7 @@ def main(argv: list[str] | None = None) -> Path:
         "benchmark": "ray_executor", "profile": args.profile, "machine": environment(), "cpus": cpus,
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "commands": {"in-process": "sentcl " + " ".join(common), "ray": "sentcl " + " ".join(common + ray_options)},
-        "workers": cpus // args.cpus_per_run, "wall_time_s": walls,
+        "workers": cpus // (args.cpus_per_run or threads()), "wall_time_s": walls,
         "ray_over_in_process": round(walls["ray"] / walls["in-process"], 3),
         "same_numbers": not differ, "differences": differ, "wall_clock_cells_differing": timing,
         "note": "each from its own empty cache, one after the other, nothing else running; --no-book",

@@ -7,10 +7,13 @@ reads. When every stage is built the notebooks run as with the default executor 
 each stage in the cache. A chapter without a builder is built by its notebook, in the command's process.
 
 - **Resources**: on a cluster with GPUs each task asks for ``1/runs_per_gpu`` of a GPU (several small runs share
-  one GPU) and one CPU; on a CPU-only cluster ``cpus_per_run`` CPUs (1 by default). Either way a task computes
-  with as many torch threads as this command's process would (``threads``; Ray would give it one per CPU asked
-  for): a CPU's sums depend on its threads, so this keeps a stage's numbers those of the in-process run, bit for
-  bit, at the price of sharing cores where several tasks run on one CPU-only node.
+  one GPU) and one CPU, and computes with as many torch threads as this command's process would. On a CPU-only
+  cluster a task asks for ``cpus_per_run`` CPUs and computes with that many threads; by default as many as this
+  command's process computes with (at most a node's CPUs): a CPU's sums depend on its threads, so the default keeps
+  a stage's numbers those of the in-process run, bit for bit, and never runs more threads than cores. (Tasks that
+  ask for fewer CPUs than they compute with share the cores: measured on 2 cores, two tasks of two threads trained
+  each run 6.8 times slower than the notebook, ``benchmarks/README.md``.) Fewer CPUs per run run more tasks at once,
+  each with the numbers of an in-process run with that many threads.
 - **Faults**: a task whose worker dies is retried by Ray (:data:`RETRIES` times) and resumes from the checkpoint
   its interrupted run left (:meth:`sentcl.training.Trainer.train_cached`); a stage that raises fails for good and is
   reported in one line (its chapter, its stage, the last line of its error), the stages that do not read it are
@@ -122,16 +125,17 @@ def _node() -> str:
     return platform.node()
 
 
-def build_with_ray(work: Sequence[Job], *, address: str | None = None, runs_per_gpu: int = 1, cpus_per_run: int = 1,
-                   threads: int | None = None, env: Mapping[str, str] | None = None, show_progress: bool = True) -> Built:
+def build_with_ray(work: Sequence[Job], *, address: str | None = None, runs_per_gpu: int = 1,
+                   cpus_per_run: int | None = None, threads: int | None = None, env: Mapping[str, str] | None = None, show_progress: bool = True) -> Built:
     """Build every stage of ``work`` as Ray tasks (module doc) on the cluster at ``address`` (None: start a local
     one on this machine's CPUs and GPUs; ``"auto"`` or ``ray://host:port``: join a running one). ``threads``: each
-    task's torch threads (None: this process's). ``env``: the variables every task's process gets besides the
+    task's torch threads on GPU nodes, and its CPUs and threads on CPU-only ones without ``cpus_per_run`` (None:
+    this process's). ``env``: the variables every task's process gets besides the
     cache root (the claim on the output folder)."""
     import ray
     import torch
 
-    if runs_per_gpu < 1 or cpus_per_run < 1:
+    if runs_per_gpu < 1 or (cpus_per_run is not None and cpus_per_run < 1):
         raise ConfigError(f"runs per GPU ({runs_per_gpu}) and CPUs per run ({cpus_per_run}) must be 1 or more")
     variables = {CACHE_ENV: str(cache_root()), **(env or {})}
     started = not ray.is_initialized()
@@ -140,9 +144,12 @@ def build_with_ray(work: Sequence[Job], *, address: str | None = None, runs_per_
                  logging_level=logging.WARNING, object_store_memory=LOCAL_OBJECT_STORE if address is None else None)
     try:
         gpus = ray.cluster_resources().get("GPU", 0)
-        options = ({"num_gpus": 1 / runs_per_gpu, "num_cpus": 1} if gpus else {"num_cpus": cpus_per_run})
+        threads = threads or torch.get_num_threads()
+        if not gpus:  # as many threads as CPUs asked for: never more threads than cores on a node
+            threads = cpus_per_run or min(threads, int(max(n["Resources"].get("CPU", 1) for n in ray.nodes() if n["Alive"])))
+        options = {"num_gpus": 1 / runs_per_gpu, "num_cpus": 1} if gpus else {"num_cpus": threads}
         task = ray.remote(max_retries=RETRIES, retry_exceptions=False, **options)(_task)
-        return _run(ray, task, work, threads or torch.get_num_threads(), show_progress)
+        return _run(ray, task, work, threads, show_progress)
     finally:
         if started:
             ray.shutdown()

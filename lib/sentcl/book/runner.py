@@ -261,7 +261,8 @@ def register(subparsers, name: str, summary: str) -> None:
     p.add_argument("--runs-per-gpu", type=int, default=None, metavar="K",
                    help="with --executor ray: runs sharing one GPU (each asks for 1/K of it; mind the chapter's GPU-memory table)")
     p.add_argument("--cpus-per-run", type=int, default=None, metavar="N",
-                   help="with --executor ray on CPU-only nodes: CPUs (and torch threads) each run asks for")
+                   help="with --executor ray on CPU-only nodes: CPUs (and torch threads) each run asks for "
+                        "(default: this command's torch threads, which keeps the in-process numbers bit for bit)")
     which.add_argument("--check", action="store_true",
                        help="check the profile, the data root and every parameter as a run would, then stop (runs nothing)")
     p.set_defaults(func=reproduce)
@@ -342,7 +343,7 @@ def prebuild(args: argparse.Namespace, plans: list[Plan], out: Path) -> dict[str
     others = [p.chapter for p in plans if p.chapter not in {j.chapter for j in work}]
     print(f"sentcl: ray: building {sum(len(j.plan.alone()) for j in work)} stages of {', '.join(j.chapter for j in work) or 'no chapter'}"
           + (f"; {', '.join(others)} build theirs in their notebooks" if others else ""), flush=True)
-    built = build_with_ray(work, address=args.address, runs_per_gpu=args.runs_per_gpu or 1, cpus_per_run=args.cpus_per_run or 1,
+    built = build_with_ray(work, address=args.address, runs_per_gpu=args.runs_per_gpu or 1, cpus_per_run=args.cpus_per_run,
                            env=task_environment(out))
     for line in built.lines():
         print(f"sentcl: FAILED {line}", file=sys.stderr)
