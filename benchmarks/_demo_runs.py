@@ -44,10 +44,10 @@ def gather(out: Path, chapter: str, column: str) -> dict[str, Any]:
     every trained model, the notebook's wall time from its run record and the median wall time of its training runs."""
     import pandas as pd
 
-    from sentcl.book.claims import read_claims
-    from sentcl.book.evidence import load_evidence
-    from sentcl.book.records import read_run_records
-    from sentcl.book.results import load_results
+    from sentcl.book.output.claims import read_claims
+    from sentcl.book.output.evidence import load_evidence
+    from sentcl.book.output.records import read_run_records
+    from sentcl.book.output.results import load_results
 
     results = load_results(out, [chapter])
     scores = results[results["column"] == column].drop_duplicates("row").set_index("row")

@@ -14,7 +14,7 @@ models' health and the wall time.
 
     .venv/bin/python benchmarks/bsc_cqa_shuffle.py --data-dir ../shared/data   # -> results/bsc_cqa_shuffle_cpu.json
 
-The BSC chapter shows the result (:mod:`sentcl.book.benchmarks`).
+The BSC chapter shows the result (:mod:`sentcl.book.estimates.benchmarks`).
 """
 
 from __future__ import annotations

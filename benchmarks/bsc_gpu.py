@@ -50,7 +50,7 @@ def paper_plan() -> dict[str, dict]:
     """What the BSC notebook's paper profile trains, per task, from the chapter's plan of runs
     (:func:`sentcl.chapters.bsc.plan` of the profile ``notebooks/bsc.profiles.yaml`` gives over the notebook's
     defaults, with the registry's counts of the data it reads, :func:`sentcl.chapters.bsc.paper_sizes`): its
-    ``stages``, the plan's rows of the task counted (:meth:`sentcl.book.plan.Plan.counted`: runs, optimizer steps
+    ``stages``, the plan's rows of the task counted (:meth:`sentcl.book.estimates.plan.Plan.counted`: runs, optimizer steps
     and encoded texts per run), and what the projection's table shows of them: the training pairs and dev texts,
     batch, epochs, seeds, trained rows (the zero-shot row untrained) and how many shuffle by examples."""
     from sentcl.book.parameters import chapter_profiles
@@ -164,9 +164,9 @@ def project(measured: list[dict], precision: str, plan: dict[str, dict] | None =
     measured step time of the nearest measured batch size, plus the texts each run encodes (the plan's: both texts
     of every training pair before every epoch of the example-based rows, one dev evaluation per epoch of every
     trained row) at the measured encoding rate, plus the checkpoints
-    each run writes on the trainer's cadence (:func:`sentcl.book.cost.checkpoints_per_run`) at the write
-    rate ``benchmarks/checkpoint_write.py`` measured (:func:`sentcl.book.cost.measured_checkpoint_write`)."""
-    from sentcl.book.cost import BERT_BASE_PARAMETERS, checkpoint_bytes, checkpoints_per_run, measured_checkpoint_write
+    each run writes on the trainer's cadence (:func:`sentcl.book.estimates.cost.checkpoints_per_run`) at the write
+    rate ``benchmarks/checkpoint_write.py`` measured (:func:`sentcl.book.estimates.cost.measured_checkpoint_write`)."""
+    from sentcl.book.estimates.cost import BERT_BASE_PARAMETERS, checkpoint_bytes, checkpoints_per_run, measured_checkpoint_write
 
     plan = plan or paper_plan()
     write_rate = measured_checkpoint_write()["bytes_per_s"]

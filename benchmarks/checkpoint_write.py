@@ -4,7 +4,7 @@ A BERT of bert-base-uncased's architecture (``transformers.BertConfig()``, rando
 depend on their values) with AdamW's two moments after one step, written by the trainer's own
 :func:`sentcl.training.checkpoint.save_checkpoint` (copy to the host, safetensors, atomic rename) into
 ``--dir`` (default: a temporary folder on the disk the runs would use), ``--repeats`` times; the median
-seconds and the write rate (bytes/s) are what :mod:`sentcl.book.cost` projects checkpoints with. Writes
+seconds and the write rate (bytes/s) are what :mod:`sentcl.book.estimates.cost` projects checkpoints with. Writes
 ``benchmarks/results/checkpoint_write_cpu.json`` (``--out``)::
 
     .venv/bin/python benchmarks/checkpoint_write.py [--repeats 3] [--dir /tmp]

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION
+from sentcl.book.estimates.cost import T4_FP32_PEAK, T4_UTILISATION
 
 HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "mnrl_sbert_cost_cpu.json"
@@ -137,7 +137,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    from sentcl.book.records import device_description, environment
+    from sentcl.book.output.records import device_description, environment
     from sentcl.io import atomic_write_json
 
     load_before = os.getloadavg()

@@ -12,7 +12,7 @@ Trained models go to the artifact cache (``$SENTCL_CACHE``): the demo's own row 
 
     .venv/bin/python benchmarks/mnrl_sbert_rows.py --data-dir ../shared/data   # -> results/mnrl_sbert_rows_cpu.json
 
-The chapter page shows the result (:mod:`sentcl.book.benchmarks`).
+The chapter page shows the result (:mod:`sentcl.book.estimates.benchmarks`).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def differences(a: Path, b: Path) -> tuple[list[str], list[str]]:
     health differs; then the wall-clock cells (:data:`WALL_CLOCK`) that differ, apart."""
     import pandas as pd
 
-    from sentcl.book.layout import Layout
+    from sentcl.book.output.layout import Layout
 
     found, timing = [], []
     for sub in ("results", "claims", "geometry"):
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--runs-per-gpu", type=int, default=1, help="Ray tasks sharing one GPU (a machine with GPUs)")
     parser.add_argument("--work", type=Path, default=None, help="where the two runs' caches and outputs go (default: a temporary folder)")
     args = parser.parse_args(argv)
-    from sentcl.book.records import environment
+    from sentcl.book.output.records import environment
     from sentcl.io import atomic_write_json
 
     work = args.work or Path(tempfile.mkdtemp(prefix=f"ray-{args.profile}-"))

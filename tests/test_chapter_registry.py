@@ -1,14 +1,14 @@
 """One module per chapter, one registry (sentcl.chapters): the book's generic modules never name a chapter.
 
-The rule, read from the source of every generic book module (``lib/sentcl/book/*.py``) with ``ast``:
+The rule, read from the source of every generic book module (``lib/sentcl/book/**/*.py``, every floor) with ``ast``:
 
 - **mnrl_sbert, bsc, rcl, ifcl** may not appear as a word of an identifier (a variable, function, argument,
   attribute or imported name: ``_bsc``, ``k_rcl``, ``rcl_stages``) nor of a string literal that is code
   (``RECORDS["rcl"]``, ``p["rcl_entropy_models"]``, ``"bsc_gpu_h100.json"``), a word being delimited by anything
   but a letter or a digit (so ``_`` delimits, and ``"BSC"``, the paper's method, is another word: case counts).
-- **geometry** is also the name of a kind of measurement (``sentcl.evaluation.geometry``, ``book/geometry.py``,
+- **geometry** is also the name of a kind of measurement (``sentcl.evaluation.geometry``, ``book/output/geometry.py``,
   ``ChapterRun.record_geometry``), so only a string literal that *is* ``"geometry"`` counts (``chapter ==
-  "geometry"``), and ``book/layout.py``, which names every path of the output folder, names the measurement's
+  "geometry"``), and ``book/output/layout.py``, which names every path of the output folder, names the measurement's
   folder so.
 - Docstrings (every string that stands alone as a statement) and comments are prose: they may mention a chapter
   as an example. A string that is code counts, f-strings' literal parts included.
@@ -35,7 +35,7 @@ WORD = re.compile(rf"(?<![A-Za-z0-9])(?:{'|'.join(WORD_NAMES)})(?![A-Za-z0-9])")
 MEASUREMENT = "geometry"
 ALLOWED = {
     # the GPU-memory estimate is calibrated on one chapter's measured record and checked on another's: generic
-    # arithmetic resting on two named measurements (sentcl.book.gpu_memory's docstring)
+    # arithmetic resting on two named measurements (sentcl.book.estimates.gpu_memory's docstring)
     ("gpu_memory.py", 'CALIBRATION = "bsc_gpu_h100.json"'),
     ("gpu_memory.py", 'ESTIMATE_CHECK = "ifcl_gpu_h100.json"'),
 }
@@ -82,7 +82,9 @@ def chapter_names_in(source: str, filename: str) -> list[tuple[int, str]]:
 
 
 def test_no_generic_book_module_names_a_chapter():
-    offenders = [f"lib/sentcl/book/{path.name}:{line}: {what}" for path in sorted(BOOK.glob("*.py"))
+    paths = sorted(BOOK.rglob("*.py"))
+    assert len(paths) >= 25, f"the walk found {len(paths)} modules under {BOOK}: every floor's modules are read"
+    offenders = [f"lib/sentcl/book/{path.relative_to(BOOK)}:{line}: {what}" for path in paths
                  for line, what in chapter_names_in(path.read_text(encoding="utf-8"), path.name)]
     assert not offenders, "chapter names in generic book modules (move them into lib/sentcl/chapters):\n" + "\n".join(offenders)
 

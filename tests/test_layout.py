@@ -44,12 +44,25 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports_of(module: str, path: Path) -> set[str]:
-    """Every sentcl module ``module`` imports, resolved (relative imports included)."""
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of every node under an ``if TYPE_CHECKING:`` (imports for annotations only, never run)."""
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return skipped
+
+
+def imports_of(module: str, path: Path, *, at_run_time: bool = False) -> set[str]:
+    """Every sentcl module ``module`` imports, resolved (relative imports included); ``at_run_time``: leaving out
+    the imports under ``if TYPE_CHECKING:``, which only annotations read."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    skipped = _type_checking_only(tree) if at_run_time else set()
     out = set()
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             out |= {alias.name for alias in node.names if alias.name.startswith("sentcl")}
         elif isinstance(node, ast.ImportFrom):
@@ -68,6 +81,25 @@ def imports_of(module: str, path: Path) -> set[str]:
 
 MODULES = modules()
 IMPORTS = {module: imports_of(module, path) for module, path in MODULES.items()}
+RUN_TIME_IMPORTS = {module: imports_of(module, path, at_run_time=True) for module, path in MODULES.items()}
+
+FLOORS = ("ground", "output", "estimates", "pages", "notebook", "build")
+"""The book package's floors, by when their code runs, lowest first; a module imports its own floor and the floors
+below it, never one above. ``ground`` is the book package's own modules (the chapter object, the profiles and their
+parameters, markdown and what a page may say: what every floor reads); ``output`` the output folder (its layout,
+the results, records, evidence, claims and geometry files a run writes); ``estimates`` what a plan of runs will cost
+and need (plan, cost, coverage, GPU memory, measured benchmarks); ``pages`` the pages written from the output
+folder; ``notebook`` the one object a notebook reports through; ``build`` what runs the notebooks and builds the
+book (runner, Ray executor, site, install)."""
+
+
+def floor(module: str) -> str | None:
+    """``sentcl.book.output.claims`` -> ``output``; a module of the book package itself -> ``ground``; None
+    outside the book."""
+    parts = module.split(".")
+    if parts[:2] != ["sentcl", "book"]:
+        return None
+    return parts[2] if len(parts) > 2 and parts[2] in FLOORS else "ground"
 
 
 def test_every_module_is_in_a_room():
@@ -88,6 +120,28 @@ def test_the_books_generic_modules_never_import_a_chapter(module):
     assert not chapters, f"{module} imports {chapters}: take a Chapter, or resolve a name with {REGISTRY_DOOR}.resolve"
 
 
+def test_every_floor_of_the_book_has_its_modules():
+    found = {floor(m) for m in MODULES if room(m) in BOOK}
+    assert found == set(FLOORS), sorted(found ^ set(FLOORS))
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in BOOK))
+def test_a_book_module_imports_no_floor_above_its_own(module):
+    """Run-time imports only: an annotation may name a class of a floor above (``if TYPE_CHECKING:``)."""
+    own = FLOORS.index(floor(module))
+    above = sorted(m for m in RUN_TIME_IMPORTS[module] if floor(m) is not None and FLOORS.index(floor(m)) > own)
+    assert not above, f"{module} ({FLOORS[own]}) imports {above} from a floor above"
+
+
+def test_the_floor_check_sees_an_import_upwards_and_lets_annotations_pass(tmp_path):
+    path = tmp_path / "fake.py"
+    path.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..notebook.chapter_run import ChapterRun\n"
+                    "def f():\n    from ..build import runner\n")
+    found = imports_of("sentcl.book.output.fake", path, at_run_time=True)
+    assert "sentcl.book.build.runner" in found and "sentcl.book.notebook.chapter_run" not in found
+    assert "sentcl.book.notebook.chapter_run" in imports_of("sentcl.book.output.fake", path)
+
+
 def test_the_one_door_to_the_registry_is_the_chapter_spec():
     assert {m for m in IMPORTS[REGISTRY_DOOR] if room(m) in CHAPTERS} == {"sentcl.chapters"}
 
@@ -106,9 +160,9 @@ def test_data_does_not_import_training():
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
     """The walk would catch a science module importing the book inside a function."""
     path = tmp_path / "fake.py"
-    path.write_text("def f():\n    from ..book import results\n    from sentcl.book.report import compare\n")
+    path.write_text("def f():\n    from ..book.output import results\n    from sentcl.book.pages.report import compare\n")
     found = imports_of("sentcl.training.fake", path)
-    assert {"sentcl.book", "sentcl.book.results", "sentcl.book.report"} <= found
+    assert {"sentcl.book.output", "sentcl.book.output.results", "sentcl.book.pages.report"} <= found
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

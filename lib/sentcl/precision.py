@@ -19,7 +19,7 @@ bf16, as it does for oneDNN's kernels: ``make test`` runs the precision tests th
 second time, as on a CPU without bf16.
 
 :func:`note_use` keeps a tally, per process, of what ran in which precision (texts encoded,
-training runs); a chapter writes it beside its run records (:meth:`sentcl.book.chapter.ChapterRun`)
+training runs); a chapter writes it beside its run records (:meth:`sentcl.book.notebook.chapter_run.ChapterRun`)
 and the book's environment page shows it.
 """
 

@@ -1,4 +1,4 @@
-"""A chapter's hand-run measurements on its page and in its notebook (sentcl.book.benchmarks): every number
+"""A chapter's hand-run measurements on its page and in its notebook (sentcl.book.estimates.benchmarks): every number
 read from the recorded result, "not measured" when there is none, nothing for a chapter without one."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.book import benchmarks
+from sentcl.book.estimates import benchmarks
 from sentcl.chapters import CHAPTERS
 from sentcl.errors import DataFormatError
 

@@ -1,4 +1,4 @@
-"""The chapter helper's bookkeeping (sentcl.book.chapter.ChapterRun): a row under every paper
+"""The chapter helper's bookkeeping (sentcl.book.notebook.chapter_run.ChapterRun): a row under every paper
 table that lists it, the stand-in and training-subset notes a profile implies, the data text,
 and the run record written around a training run."""
 
@@ -9,8 +9,8 @@ import warnings
 
 import pytest
 
-from sentcl.book.chapter import ChapterRun
-from sentcl.book.records import read_run_records
+from sentcl.book.notebook.chapter_run import ChapterRun
+from sentcl.book.output.records import read_run_records
 from sentcl.data import TrainingData, load, samples_root
 from sentcl.errors import ConfigError
 from sentcl.losses import MultipleNegativesRankingLoss

@@ -1,4 +1,4 @@
-"""Claims as data (sentcl.book.claims, sentcl.book.evidence): the paper's orderings oriented as the paper,
+"""Claims as data (sentcl.book.output.claims, sentcl.book.output.evidence): the paper's orderings oriented as the paper,
 verdicts from intervals over seeds and test items (never from signs), Holm within the chapter, and
 "not tested" for rows that did not run, models that did not train and different test items."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sentcl.book.chapter import ChapterRun
-from sentcl.book.claims import CLAIM_COLUMNS, Claim, paper_orderings, read_claims, verdict_counts
-from sentcl.book.evidence import load_evidence
+from sentcl.book.notebook.chapter_run import ChapterRun
+from sentcl.book.output.claims import CLAIM_COLUMNS, Claim, paper_orderings, read_claims, verdict_counts
+from sentcl.book.output.evidence import load_evidence
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_the_verdict_rests_on_the_holm_level_interval_and_states_the_detectable_
     narrower than the marginal 95 % one; the paper's
     gap is paper_left - paper_right; an undetermined claim whose paper gap is below its detectable effect says
     this design cannot see it."""
-    from sentcl.book.claims import detectable, sentence
+    from sentcl.book.output.claims import detectable, sentence
 
     record("good", [0.05, 0.06, 0.055])
     record("bad", [0.6, 0.62, 0.58])
@@ -189,7 +189,7 @@ def test_a_health_record_that_does_not_judge_learning_is_not_evidence(run, fake)
 def test_each_task_of_a_row_keeps_its_own_not_run_reason(run, fake):
     """BSC's Table 2 row "BSC" gathers CQA-A and CQA-B: a reason given for one task's columns names that task
     in its claims only; a task declared not run after the other was scored leaves the scored one's evidence."""
-    from sentcl.book.evidence import record_not_run
+    from sentcl.book.output.evidence import record_not_run
 
     for row in ("BSC", "MSE"):
         for task in ("CQA-A", "CQA-B"):
@@ -223,7 +223,7 @@ def test_a_model_every_seed_shares_is_named_in_the_reason(run, fake):
 def test_a_column_over_several_tasks_shares_no_model_that_one_seed_trained():
     """``Average`` rests on every STS task, each listing seed k's own model: seen once per task, it is still one
     seed's model (a bug named every fine-tuned model "shared by every seed" on the MNRL-SBERT demo's Average)."""
-    from sentcl.book.evidence import RowEvidence
+    from sentcl.book.output.evidence import RowEvidence
 
     health = {str(s): [{"name": f"SBERT seed {s}"}, {"name": "entropy model"}] for s in range(3)}
     tasks = {key: {"n": 10, "fingerprint": "x", "seeds": [0, 1, 2], "health": health} for key in ("STS12", "STSb", "SICK-R")}

@@ -1,4 +1,4 @@
-"""The chapters' paper profiles' cost, counted from their parameters (sentcl.book.cost, sentcl.chapters.*): every training the notebook runs
+"""The chapters' paper profiles' cost, counted from their parameters (sentcl.book.estimates.cost, sentcl.chapters.*): every training the notebook runs
 for Tables 1-5 and Table 2's folds, summed here by hand from the profile, times a step-time table."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import parameters
-from sentcl.book.cost import projection, run_steps
+from sentcl.book.estimates.cost import projection, run_steps
 from sentcl.chapters.rcl import (
     CONTROL_RUN,
     ENTROPY_RUN,
@@ -176,7 +176,7 @@ def test_the_ifcl_plan_names_every_run_it_counts():
 def test_the_mnrl_sbert_paper_profile_counts_every_training_it_runs():
     """MNRLSBERT and MNRLSRoBERTa: one epoch of the 314,315 entailment pairs in batches of 12; SBERT and SRoBERTa: one
     epoch of the 942,854 labelled NLI rows in batches of 16; one seed (the paper's). The T4 estimate sums them."""
-    from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, t4_hours
+    from sentcl.book.estimates.cost import T4_FP32_PEAK, T4_UTILISATION, t4_hours
     from sentcl.chapters.mnrl_sbert import plan
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("mnrl_sbert.ipynb"))["paper"]
@@ -226,7 +226,7 @@ def test_the_geometry_paper_profile_counts_every_training_it_runs():
 
 def test_checkpoints_per_run_follow_the_trainers_cadence():
     """Every 10 minutes of training (the trainer's default), every checkpoint_steps when sooner, and at the end."""
-    from sentcl.book.cost import CHECKPOINT_MINUTES, checkpoints_per_run
+    from sentcl.book.estimates.cost import CHECKPOINT_MINUTES, checkpoints_per_run
     from sentcl.training import TrainingConfig
 
     assert CHECKPOINT_MINUTES == TrainingConfig().checkpoint_minutes
@@ -241,7 +241,7 @@ def test_checkpoint_sizes_are_the_architectures_weights_and_adams_two_moments():
     import torch
     from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
-    from sentcl.book.cost import BERT_BASE_PARAMETERS, BERT_LARGE_PARAMETERS, ROBERTA_BASE_PARAMETERS, checkpoint_bytes
+    from sentcl.book.estimates.cost import BERT_BASE_PARAMETERS, BERT_LARGE_PARAMETERS, ROBERTA_BASE_PARAMETERS, checkpoint_bytes
 
     with torch.device("meta"):
         counted = [sum(p.numel() for p in model.parameters()) for model in (
@@ -258,7 +258,7 @@ def test_a_projection_shows_its_parts_and_counts_the_checkpoints(paper):
     """Steps, evaluations, other encodings and checkpoints add up to the hours; the RCL paper profile's final models
     (one 4,968-step epoch at 1 s a step: 82.8 minutes) checkpoint every 10 minutes of training (its checkpoint_steps is
     0: by time only) and at the end."""
-    from sentcl.book.cost import BERT_BASE_PARAMETERS, checkpoint_bytes
+    from sentcl.book.estimates.cost import BERT_BASE_PARAMETERS, checkpoint_bytes
 
     seconds = {"entropy_eq2": 1.0, "plain_eq1": 1.0, "final_4_regulators": 1.0, "final_8_regulators": 1.0}
     stages = plan(paper).counted()
@@ -278,7 +278,7 @@ def test_a_projection_shows_its_parts_and_counts_the_checkpoints(paper):
 def test_the_mnrl_sbert_estimate_counts_its_checkpoints():
     """At the T4 step times of the two utilisations, each run checkpoints every 10 minutes of training (the
     profile's checkpoint_steps is 0: by time only) and at the end."""
-    from sentcl.book.cost import T4_FP32_PEAK, T4_UTILISATION, checkpoints_per_run, t4_checkpoints
+    from sentcl.book.estimates.cost import T4_FP32_PEAK, T4_UTILISATION, checkpoints_per_run, t4_checkpoints
     from sentcl.chapters.mnrl_sbert import plan
 
     paper = parameters.chapter_profiles(NOTEBOOK.with_name("mnrl_sbert.ipynb"))["paper"]
@@ -297,7 +297,7 @@ def test_each_chapter_counts_its_own_profiles_plan():
     """cost.chapter_stages reads a chapter's own plan (its module's plan, counted) of the profile's shipped parameters; a
     chapter that counts none here is an error naming those that do."""
     from sentcl.book.chapter_spec import Chapter
-    from sentcl.book.cost import chapter_stages
+    from sentcl.book.estimates.cost import chapter_stages
     from sentcl.chapters import CHAPTERS
     from sentcl.errors import ConfigError
 

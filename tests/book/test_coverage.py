@@ -1,10 +1,10 @@
-"""What a paper run fills on a data root (sentcl.book.coverage)."""
+"""What a paper run fills on a data root (sentcl.book.estimates.coverage)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sentcl.book.coverage import (
+from sentcl.book.estimates.coverage import (
     COVERAGE,
     chapter_needs,
     missing_files,
@@ -12,8 +12,8 @@ from sentcl.book.coverage import (
     read_coverage,
     write_coverage,
 )
-from sentcl.book.layout import Layout
-from sentcl.book.pages import coverage_text
+from sentcl.book.output.layout import Layout
+from sentcl.book.pages.generated import coverage_text
 from sentcl.chapters import CHAPTERS
 from sentcl.data.registry import info
 from sentcl.errors import ConfigError, DataFormatError

@@ -1,4 +1,4 @@
-"""Findings first (sentcl.book.findings) and the introduction's answer table (sentcl.book.answer): generated from
+"""Findings first (sentcl.book.pages.findings) and the introduction's answer table (sentcl.book.pages.answer): generated from
 the claims files, every tested claim shown with its intervals, the untested folded per table and reason, the
 build's state said when it is partial."""
 
@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from sentcl.book.answer import answer, cell
-from sentcl.book.claims import CLAIM_COLUMNS, mark_headlines, seeds_for_gap
-from sentcl.book.findings import (
+from sentcl.book.output.claims import CLAIM_COLUMNS, mark_headlines, seeds_for_gap
+from sentcl.book.pages.answer import answer, cell
+from sentcl.book.pages.findings import (
     build_banner,
     chapter_status,
     finding_cells,

@@ -9,7 +9,7 @@ import matplotlib
 import pytest
 from matplotlib.text import Text
 
-from sentcl.book.geometry import (
+from sentcl.book.output.geometry import (
     alignment_uniformity_figure,
     anisotropy_figure,
     distinct_models,
@@ -18,7 +18,7 @@ from sentcl.book.geometry import (
     save_geometry,
     score_figure,
 )
-from sentcl.book.layout import Layout
+from sentcl.book.output.layout import Layout
 from sentcl.errors import ConfigError, DataFormatError
 
 matplotlib.use("Agg")
@@ -155,10 +155,11 @@ def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_
     """The introduction's answer table: with only the geometry chapter run, its equal-budget column says each method
     against MNRL (verdict and interval) and the cost, the chapters' own columns say they did not run, and the
     run's limits are said under it."""
-    from sentcl.book.answer import answer
-    from sentcl.book.chapter import ChapterRun, SampleDataWarning
-    from sentcl.book.claims import Claim
-    from sentcl.book.pages import chapter_states
+    from sentcl.book.notebook.chapter_run import ChapterRun
+    from sentcl.book.output.claims import Claim
+    from sentcl.book.pages.answer import answer
+    from sentcl.book.pages.generated import chapter_states
+    from sentcl.book.profiles import SampleDataWarning
 
     with pytest.warns(SampleDataWarning):
         run = ChapterRun("geometry", profile="demo", data_dir=None, out_dir=tmp_path)
@@ -191,7 +192,7 @@ def test_record_geometry_writes_the_final_point_and_the_runs_trajectory(tmp_path
 
     import numpy as np
 
-    from sentcl.book.chapter import ChapterRun
+    from sentcl.book.notebook.chapter_run import ChapterRun
     from sentcl.evaluation.geometry import evaluate_geometry
 
     run = ChapterRun("rcl", profile="smoke", data_dir=None, out_dir=tmp_path / "out")

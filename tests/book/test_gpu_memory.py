@@ -1,4 +1,4 @@
-"""The paper profile's peak GPU memory per chapter beside a T4's (sentcl.book.gpu_memory): the
+"""The paper profile's peak GPU memory per chapter beside a T4's (sentcl.book.estimates.gpu_memory): the
 recorded H100 numbers as recorded, the estimate where none is, the setting that fits."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.book import gpu_memory
+from sentcl.book.estimates import gpu_memory
 from sentcl.chapters import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The notebooks' GPU cell (:func:`sentcl.book.gpu_memory.gpu_summary`): on the GPU it runs on, the
+"""The notebooks' GPU cell (:func:`sentcl.book.estimates.gpu_memory.gpu_summary`): on the GPU it runs on, the
 precision `auto` picks and whether each paper-profile run fits, half precision on a T4."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from sentcl import precision as precision_module
-from sentcl.book import gpu_memory
+from sentcl.book.estimates import gpu_memory
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""How sentcl reaches a notebook's machine (sentcl.book.install): the repository's address set in
+"""How sentcl reaches a notebook's machine (sentcl.book.build.install): the repository's address set in
 one place, the install cell derived from it, the placeholder never published, the wheel beside
 the book's pages."""
 
@@ -13,7 +13,7 @@ import nbformat
 import pytest
 import yaml
 
-from sentcl.book import install, site
+from sentcl.book.build import install, site
 from sentcl.errors import ConfigError, SentclError
 
 ROOT = Path(__file__).resolve().parents[2]

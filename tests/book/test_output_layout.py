@@ -1,9 +1,9 @@
-"""The output folder's layout is named in one place (sentcl.book.layout.Layout): every file the smoke book wrote
+"""The output folder's layout is named in one place (sentcl.book.output.layout.Layout): every file the smoke book wrote
 under <out> is at a path the layout names."""
 
 from __future__ import annotations
 
-from sentcl.book.layout import Layout
+from sentcl.book.output.layout import Layout
 from sentcl.chapters import CHAPTERS
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sentcl.book import parameters, runner
-from sentcl.book.chapter import DataChoice
+from sentcl.book import parameters
+from sentcl.book.build import runner
+from sentcl.book.profiles import DataChoice
 from sentcl.chapters import CHAPTERS
 from sentcl.errors import ConfigError
 from sentcl.paths import notebook_file

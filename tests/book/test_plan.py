@@ -1,4 +1,4 @@
-"""A chapter's plan of runs (sentcl.book.plan): its checks, its counting into the cost's rows, the notebook training
+"""A chapter's plan of runs (sentcl.book.estimates.plan): its checks, its counting into the cost's rows, the notebook training
 through it (ChapterRun refuses a stage the plan does not hold), and cost and coverage following a changed profile
 (they read one plan and one set of parameters: no second list). The smoke notebooks' built artifacts against their
 plans: tests/chapters/test_plans.py."""
@@ -11,10 +11,10 @@ import warnings
 
 import pytest
 
-from sentcl.book.chapter import ChapterRun
-from sentcl.book.cost import Stage
+from sentcl.book.estimates.cost import Stage
+from sentcl.book.estimates.plan import Plan, PlannedStage, stage_name
+from sentcl.book.notebook.chapter_run import ChapterRun
 from sentcl.book.parameters import shipped_parameters
-from sentcl.book.plan import Plan, PlannedStage, stage_name
 from sentcl.chapters import mnrl_sbert
 from sentcl.errors import ConfigError
 

@@ -1,4 +1,4 @@
-"""Comparison tables and figures (sentcl.book.report) and the notebook helper (sentcl.book.chapter)."""
+"""Comparison tables and figures (sentcl.book.pages.report) and the notebook helper (sentcl.book.notebook.chapter_run)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from html.parser import HTMLParser
 import pandas as pd
 import pytest
 
-from sentcl.book import chapter as C
-from sentcl.book import report
-from sentcl.book import results as R
+from sentcl.book import profiles as P
+from sentcl.book.notebook import chapter_run as C
+from sentcl.book.output import results as R
+from sentcl.book.pages import report
 from sentcl.errors import ConfigError
 
 PAPER = pd.DataFrame(
@@ -227,36 +228,36 @@ def test_averages_chart_and_save_figure(tmp_path, monkeypatch):
         report.save_figure(fig, tmp_path, "x", "bad name", "")
 
 
-# --------------------------------------------------------------------------- sentcl.book.chapter
+# --------------------------------------------------------------------------- sentcl.book.notebook.chapter_run
 
 
 def test_resolve_data_by_profile(tmp_path, monkeypatch):
     from sentcl.data import samples_root
 
     monkeypatch.delenv("SENTCL_DATA", raising=False)
-    assert C.resolve_data("smoke", tmp_path) == C.DataChoice(samples_root(), True)
-    fallback = C.resolve_data("demo")
+    assert P.resolve_data("smoke", tmp_path) == P.DataChoice(samples_root(), True)
+    fallback = P.resolve_data("demo")
     assert fallback.sample and fallback.root == samples_root() and "falls back" in fallback.warning
-    assert C.resolve_data("demo", tmp_path) == C.DataChoice(tmp_path.resolve(), False)
-    given_samples = C.resolve_data("demo", samples_root())  # what the runner passes after falling back
+    assert P.resolve_data("demo", tmp_path) == P.DataChoice(tmp_path.resolve(), False)
+    given_samples = P.resolve_data("demo", samples_root())  # what the runner passes after falling back
     assert given_samples.sample and "is the project's sample data" in given_samples.warning
     # the sample data stands in for the demo's real data, not for the smoke profile's own
     assert fallback.samples_stand_in and given_samples.samples_stand_in
-    assert not C.resolve_data("smoke").samples_stand_in and not C.resolve_data("demo", tmp_path).samples_stand_in
+    assert not P.resolve_data("smoke").samples_stand_in and not P.resolve_data("demo", tmp_path).samples_stand_in
     monkeypatch.setenv("SENTCL_DATA", str(tmp_path))
-    assert C.resolve_data("paper").root == tmp_path.resolve()
+    assert P.resolve_data("paper").root == tmp_path.resolve()
     monkeypatch.delenv("SENTCL_DATA")
     with pytest.raises(ConfigError, match="paper profile needs the real data") as raised:
-        C.resolve_data("paper")
+        P.resolve_data("paper")
     assert "notebook parameter data_dir" in str(raised.value) and "--data-dir" in str(raised.value)  # both ways to give it
     with pytest.raises(ConfigError, match="unknown profile"):
-        C.resolve_data("fast")
+        P.resolve_data("fast")
 
 
 def test_chapter_run_records_results_datasets_and_warns_on_sample_data(tmp_path, monkeypatch):
     monkeypatch.delenv("SENTCL_DATA", raising=False)
     monkeypatch.setenv(R.RUN_ID_ENV, "nb-run")
-    with pytest.warns(C.SampleDataWarning, match="falls back"):
+    with pytest.warns(P.SampleDataWarning, match="falls back"):
         run = C.ChapterRun("mnrl_sbert", profile="demo", data_dir=None, out_dir=tmp_path)
     assert run.kind == "sample-data"
 

@@ -1,4 +1,4 @@
-"""Paper values, results files and run records (sentcl.book.results)."""
+"""Paper values, results files and run records (sentcl.book.output.results)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.book import records
-from sentcl.book import results as R
-from sentcl.book.layout import Layout
+from sentcl.book.output import records
+from sentcl.book.output import results as R
+from sentcl.book.output.layout import Layout
 from sentcl.errors import ConfigError, DataFormatError
 
 PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"

@@ -1,4 +1,4 @@
-"""`sentcl reproduce`: parameter validation, profiles, failures, summary (sentcl.book.runner)."""
+"""`sentcl reproduce`: parameter validation, profiles, failures, summary (sentcl.book.build.runner)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import nbformat
 import pytest
 
 from sentcl import cli
-from sentcl.book import runner
-from sentcl.book.chapter import DataChoice
-from sentcl.book.records import read_run_records
+from sentcl.book.build import runner
+from sentcl.book.output.records import read_run_records
+from sentcl.book.profiles import DataChoice
 from sentcl.errors import ConfigError
 from sentcl.progress import LABEL_ENV, PROGRESS_ENV
 
@@ -290,7 +290,7 @@ def test_a_notebook_run_on_its_own_claims_its_chapter(tmp_path):
     out = tmp_path / "out"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time\nfrom sentcl.book.chapter import ChapterRun\n"
+         "import sys, time\nfrom sentcl.book.notebook.chapter_run import ChapterRun\n"
          f"ChapterRun('bsc', profile='smoke', data_dir=None, out_dir={str(out)!r})\n"
          f"ChapterRun('bsc', profile='smoke', data_dir=None, out_dir={str(out)!r})  # run again in one kernel\n"
          "print('claimed', flush=True)\nsys.stdin.readline()"],

@@ -1,5 +1,5 @@
 """The book: generated pages, the offline build, the smoke profile end to end, and a
-check of the rendered pages in headless Chromium (sentcl.book.site, sentcl reproduce)."""
+check of the rendered pages in headless Chromium (sentcl.book.build.site, sentcl reproduce)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from sentcl.book import environment, install, pages, public, site
-from sentcl.book.claims import read_claims
-from sentcl.book.findings import findings_section
-from sentcl.book.records import read_run_records
-from sentcl.book.results import load_results, paper_values
+from sentcl.book import public
+from sentcl.book.build import install, site
+from sentcl.book.output.claims import read_claims
+from sentcl.book.output.records import read_run_records
+from sentcl.book.output.results import load_results, paper_values
+from sentcl.book.pages import environment
+from sentcl.book.pages import generated as pages
+from sentcl.book.pages.findings import findings_section
 from sentcl.chapters import CHAPTERS
 from sentcl.errors import SentclError
 
@@ -81,9 +84,9 @@ def test_stage_without_any_run(mathjax, tmp_path):
 
 
 def _state(chapter: str, profile: str | None, sample: bool, ran: bool = True) -> pages.ChapterState:
-    from sentcl.book.records import RunRecord
-    from sentcl.book.report import compare
-    from sentcl.book.results import load_results
+    from sentcl.book.output.records import RunRecord
+    from sentcl.book.output.results import load_results
+    from sentcl.book.pages.report import compare
 
     record = RunRecord(kind="notebook", name=chapter, chapter=chapter, profile=profile, run_id="r", started="t",
                        config={"sample": sample}) if ran else None
@@ -96,9 +99,9 @@ FAKE_DATA = "/nonexistent-sentcl/someone/shared/data"  # a real data root on "th
 def demo_output(out: Path, profile: str = "demo", values: dict | None = None) -> Path:
     """An output folder as a demo run on real data leaves it: results within a few tenths of the
     paper's (by coincidence), a notebook run record and a data_used file naming the data root."""
-    from sentcl.book.claims import write_claims
-    from sentcl.book.records import RunRecord, write_run_record
-    from sentcl.book.results import Result, save_results
+    from sentcl.book.output.claims import write_claims
+    from sentcl.book.output.records import RunRecord, write_run_record
+    from sentcl.book.output.results import Result, save_results
 
     values = values or {("Table 2", "MNRLSBERT"): 78.5, ("Table 2", "SBERT"): 74.9, ("Table 1", "MNRLSBERT"): 78.5}
     data = f"real data from {FAKE_DATA}; STS pairs scored: STSb 1,379"
@@ -195,7 +198,7 @@ def test_each_notebook_has_one_imports_cell_and_its_page_collapses_it(chapter, t
 
 
 def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_path):
-    from sentcl.book.report import COLOURS
+    from sentcl.book.pages.report import COLOURS
 
     out = demo_output(tmp_path / "out")
     (mnrl,) = [s for s in pages.chapter_states(ROOT, out) if s.chapter == "mnrl_sbert"]
@@ -251,7 +254,7 @@ def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colo
     notebook's page opens with its title (the parameters collapsed under it, the injected values
     in a closed note), no published file names the data root's or the output folder's local path,
     and the miniature's cells, close to the paper's by coincidence, are not coloured anywhere."""
-    from sentcl.book.report import COLOURS
+    from sentcl.book.pages.report import COLOURS
 
     out = demo_output(tmp_path / "out")
     executed_notebook(out / "notebooks" / "mnrl_sbert.ipynb", out)

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from sentcl.book.claims import read_claims
+from sentcl.book.output.claims import read_claims
+from sentcl.book.output.results import load_results
 from sentcl.book.parameters import shipped_parameters
-from sentcl.book.results import load_results
 from sentcl.chapters import bsc
 from sentcl.training.variants import VARIANTS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sentcl.book.results import paper_values
+from sentcl.book.output.results import paper_values
 from sentcl.chapters import bsc, geometry, mnrl_sbert, rcl
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sentcl.book import install
-from sentcl.book.results import load_results
+from sentcl.book.build import install
+from sentcl.book.output.results import load_results
 from sentcl.chapters import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[2]

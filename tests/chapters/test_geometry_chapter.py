@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from sentcl.book.geometry import load_geometry
+from sentcl.book.output.geometry import load_geometry
+from sentcl.book.output.results import load_results
 from sentcl.book.parameters import shipped_parameters
-from sentcl.book.results import load_results
 from sentcl.chapters import geometry
 
 METHODS = ["MNRL", "BSC", "RCL", "IFCL"]

@@ -9,9 +9,9 @@ import math
 
 import pytest
 
+from sentcl.book.output.results import load_results
 from sentcl.book.parameters import shipped_parameters
 from sentcl.book.profiles import PROFILES
-from sentcl.book.results import load_results
 from sentcl.chapters import ifcl
 
 ENGLISH = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Average"]

@@ -3,7 +3,7 @@ the chapter documents where they are silent; the demo and smoke profiles against
 differ only where a CPU or a test run must.
 
 The paper profile is the notebook's defaults plus ``paper:`` in ``notebooks/ifcl.profiles.yaml``, read
-the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.runner`).
+the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.build.runner`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import parameters
+from sentcl.book.output.results import paper_values
 from sentcl.book.profiles import PROFILES
-from sentcl.book.results import paper_values
 from sentcl.evaluation.tasks import task
 from sentcl.losses import IFCLLoss
 from sentcl.losses.ifcl import MARGIN_EMBEDDINGS

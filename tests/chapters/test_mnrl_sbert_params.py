@@ -2,7 +2,7 @@
 demo and smoke profiles against the paper's: they may differ only where a CPU or a test run must.
 
 The paper profile is the notebook's defaults plus ``paper:`` in ``notebooks/mnrl_sbert.profiles.yaml``,
-read the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.runner`).
+read the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.build.runner`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from sentcl.book import parameters
+from sentcl.book.output.results import paper_values
 from sentcl.book.profiles import PROFILES
-from sentcl.book.results import paper_values
 from sentcl.data import load, samples_root
 from sentcl.data.nli import prepare_nli
 from sentcl.evaluation.tasks import STS_AVERAGE

@@ -1,4 +1,4 @@
-"""Each chapter's smoke notebook builds exactly the artifacts its plan names (sentcl.book.plan): the smoke book runs
+"""Each chapter's smoke notebook builds exactly the artifacts its plan names (sentcl.book.estimates.plan): the smoke book runs
 on a cache of its own (tests/conftest.py), so every ``<chapter>.*`` stage in it was built by that chapter's notebook.
 
 To check one chapter alone: ``SENTCL_CACHE=/tmp/c sentcl reproduce --profile smoke --only rcl --no-book --out /tmp/o``,

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from sentcl.book.claims import read_claims
-from sentcl.book.results import load_results
+from sentcl.book.output.claims import read_claims
+from sentcl.book.output.results import load_results
 from sentcl.training.cross_validation import FINAL, INITIAL, UNTOUCHED
 
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R", "Average"]

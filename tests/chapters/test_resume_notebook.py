@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.book.results import load_results
+from sentcl.book.output.results import load_results
 
 from .test_colab_user import assert_same_results
 

@@ -156,7 +156,7 @@ def scored(n=40, seed=0):
     )
 
 
-# --------------------------------------------------------------------------- sentcl.book.claims
+# --------------------------------------------------------------------------- sentcl.book.output.claims
 
 
 def test_a_subset_with_one_pair_has_no_correlation_and_stays_out_of_the_means():

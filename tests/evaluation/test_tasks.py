@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import sentcl.data.loaders  # noqa: F401 - importing registers every loader
-from sentcl.book.results import paper_values
+from sentcl.book.output.results import paper_values
 from sentcl.data import info, load, samples_root
 from sentcl.data.registry import LOADERS
 from sentcl.errors import ConfigError, DataMissingError

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sentcl.artifacts import ArtifactCache
-from sentcl.book.plan import stage_name
+from sentcl.book.estimates.plan import stage_name
 from sentcl.data import load
 from sentcl.data.folds import grouped_query_folds
 from sentcl.embeddings import encode

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sentcl.book.results import paper_values
+from sentcl.book.output.results import paper_values
 from sentcl.errors import ConfigError
 from sentcl.losses import BatchSoftmaxContrastiveLoss, ComboLoss, TripletLoss
 from sentcl.models import load_encoder

@@ -2,9 +2,9 @@
 
 Each chapter's module (``sentcl/chapters/<name>.py``) defines its ``CHAPTER``; the registry
 (:data:`sentcl.chapters.CHAPTERS`) lists them in book order. The book's generic modules take a
-:class:`Chapter` and read its parts (its data needs for :mod:`sentcl.book.coverage`, its GPU-memory
-rows for :mod:`sentcl.book.gpu_memory`, its measured record for :mod:`sentcl.book.benchmarks`, its
-plan of runs for :mod:`sentcl.book.cost` and :class:`~sentcl.book.chapter.ChapterRun`); they never name a chapter. Where a notebook or a test passes
+:class:`Chapter` and read its parts (its data needs for :mod:`sentcl.book.estimates.coverage`, its GPU-memory
+rows for :mod:`sentcl.book.estimates.gpu_memory`, its measured record for :mod:`sentcl.book.estimates.benchmarks`, its
+plan of runs for :mod:`sentcl.book.estimates.cost` and :class:`~sentcl.book.notebook.chapter_run.ChapterRun`); they never name a chapter. Where a notebook or a test passes
 a chapter's name, :func:`resolve` finds its object: this module is the one door from the book's
 generic modules to the registry (imported when called, since the chapters import the generic modules).
 """
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .benchmarks import Measurement
-    from .chapter import ChapterRun
-    from .coverage import Needs
-    from .gpu_memory import MemoryRow
-    from .plan import Plan, PlannedStage
+    from .estimates.benchmarks import Measurement
+    from .estimates.coverage import Needs
+    from .estimates.gpu_memory import MemoryRow
+    from .estimates.plan import Plan, PlannedStage
+    from .notebook.chapter_run import ChapterRun
 
 Parameters = Mapping[str, Any]
 """A profile's resolved parameters of a chapter notebook (:func:`sentcl.book.parameters.shipped_parameters`)."""
@@ -46,11 +46,11 @@ class Chapter:
     measurement: Measurement | None = None
     """A hand-run benchmark the chapter's demo rests on, shown on its page and in its notebook."""
     plan: Callable[[Parameters], Plan] | None = None
-    """A profile's parameters -> its plan of runs (:mod:`sentcl.book.plan`): every stage the notebook builds and
+    """A profile's parameters -> its plan of runs (:mod:`sentcl.book.estimates.plan`): every stage the notebook builds and
     every encoding it runs, counted (None: not planned here)."""
     build: Callable[[ChapterRun, PlannedStage], None] | None = None
     """Builds one stage of the plan into the artifact cache as the notebook would, given a run of the chapter with its
-    parameters (:class:`~sentcl.book.chapter.ChapterRun`): what ``sentcl reproduce --executor ray`` runs per stage
+    parameters (:class:`~sentcl.book.notebook.chapter_run.ChapterRun`): what ``sentcl reproduce --executor ray`` runs per stage
     (None: the chapter's stages are built by its notebook alone)."""
     one_budget: bool = False
     """Whether the chapter compares the methods under one budget (the introduction's answer reads its claims)."""

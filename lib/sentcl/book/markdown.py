@@ -1,5 +1,5 @@
 """MyST markdown for the generated pages: plain text made safe, tables that scroll sideways, raw HTML
-fragments, durations. Every generated page (:mod:`sentcl.book.pages`, :mod:`sentcl.book.environment`)
+fragments, durations. Every generated page (:mod:`sentcl.book.pages.generated`, :mod:`sentcl.book.pages.environment`)
 writes its markdown through these."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ notebook run outside a checkout -- on Colab, or by papermill on an installed sen
 
 Two ways to run a notebook get the same values:
 
-- ``sentcl reproduce`` (:mod:`sentcl.book.runner`) reads the profile here, checks every value
+- ``sentcl reproduce`` (:mod:`sentcl.book.build.runner`) reads the profile here, checks every value
   before anything runs, and injects them all with papermill;
 - a notebook run any other way (``papermill nb.ipynb out.ipynb -p profile smoke``, Jupyter,
   Colab) resolves its own profile in the cell after the install cell:
@@ -37,7 +37,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..paths import CACHE_ENV, notebook_file
-from .profiles import NAMES, policy
+from .profiles import NAMES, policy, resolve_data
 
 PARAMETERS_TAG = "parameters"
 INJECTED = {"profile": "--profile", "data_dir": "--data-dir", "out_dir": "--out"}
@@ -360,7 +360,6 @@ def check_data_dir(profile: str, data_dir: Any, given: str = "data_dir") -> str 
     ``$SENTCL_DATA``); the warning to show when it is given to a profile that never reads it (smoke runs
     on the project's sample data), else None. ``given``: how the user set it, for the warning."""
     from ..data.registry import samples_root
-    from .chapter import resolve_data
 
     if (policy(profile).data == "samples" and data_dir not in (None, "")
             and Path(data_dir).resolve() != samples_root().resolve()):

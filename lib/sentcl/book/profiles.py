@@ -3,14 +3,19 @@
 A profile is a set of parameter values (``notebooks/<chapter>.profiles.yaml``) and a policy, :class:`Profile`: the
 data it reads, the STS-B test pairs a model's geometry is measured on, whether its results are judged against the
 paper's, and how the book names it. Every module that checks or reads a profile asks :func:`policy` (a
-ConfigError naming the profiles for an unknown one) or iterates :data:`PROFILES`.
+ConfigError naming the profiles for an unknown one) or iterates :data:`PROFILES`; the data root a run of a profile
+reads is :func:`resolve_data`'s choice.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import ConfigError
+from ..paths import data_root
+from .public import describe_data
 
 
 @dataclass(frozen=True)
@@ -49,4 +54,59 @@ def policy(name: object, where: str = "") -> Profile:
     return found
 
 
-__all__ = ["NAMES", "PROFILES", "Profile", "policy"]
+class SampleDataWarning(UserWarning):
+    """A demo or paper run reads the project's sample data: its numbers mean nothing."""
+
+
+@dataclass(frozen=True)
+class DataChoice:
+    """The data root a run reads, and whether it is the project's sample data."""
+
+    root: Path
+    sample: bool
+    warning: str | None = None  # set exactly when the sample data stands in for the real data a profile names
+
+    @property
+    def samples_stand_in(self) -> bool:
+        """Whether the sample data stands in for the real data the profile names (a demo without a data
+        root, or a data root that is the sample data): the counts and sizes the profile expects do not
+        hold. The smoke profile's own data is the sample data: False there."""
+        return self.sample and self.warning is not None
+
+    def describe(self) -> str:
+        """The run's words for its data (no machine path: it goes into results files and onto pages)."""
+        return describe_data(self.root, self.sample)
+
+
+def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> DataChoice:
+    """The data root a profile runs on.
+
+    ``smoke`` always reads ``data/samples``. ``demo`` and ``rehearsal`` read ``data_dir`` (or
+    ``$SENTCL_DATA``) and, when neither is set, fall back to ``data/samples`` with a
+    warning. ``paper`` requires a real data root.
+    """
+    from ..data.registry import SAMPLE_MARKER, samples_root
+
+    reads = policy(profile).data
+    if reads == "samples":
+        return DataChoice(samples_root(), True)
+    root = data_root(data_dir, required=False)
+    if root is None:
+        if reads == "required":
+            raise ConfigError(
+                f"the {profile} profile needs the real data: set the notebook parameter data_dir "
+                "(papermill -p data_dir DIR), pass --data-dir DIR to sentcl reproduce, or set $SENTCL_DATA"
+            )
+        return DataChoice(
+            samples_root(),
+            True,
+            "no data root (the notebook parameter data_dir, sentcl reproduce --data-dir, or $SENTCL_DATA): "
+            f"the {profile} profile falls back to the project's "
+            "sample data in data/samples, so its numbers say nothing about the papers",
+        )
+    if (root / SAMPLE_MARKER).exists() or root == samples_root().resolve():
+        return DataChoice(root, True, f"the data root {root} is the project's sample data: its numbers say nothing about the papers")
+    return DataChoice(root, False)
+
+
+__all__ = ["NAMES", "PROFILES", "DataChoice", "Profile", "SampleDataWarning", "policy", "resolve_data"]

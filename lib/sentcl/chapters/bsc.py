@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
-from ..book.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
 from ..book.chapter_spec import Chapter
-from ..book.cost import registry_count, run_steps
-from ..book.coverage import scored_sets
-from ..book.gpu_memory import MemoryRow, benchmark_record
-from ..book.plan import Plan, PlannedStage, stage_name
+from ..book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
+from ..book.estimates.cost import registry_count, run_steps
+from ..book.estimates.coverage import scored_sets
+from ..book.estimates.gpu_memory import MemoryRow, benchmark_record
+from ..book.estimates.plan import Plan, PlannedStage, stage_name
 from ..errors import DataMissingError
 from ..training.variants import VARIANTS, training_order
 
 if TYPE_CHECKING:
-    from ..book.chapter import ChapterRun
+    from ..book.notebook.chapter_run import ChapterRun
     from ..data.records import TrainingData
     from ..training import Trainer
     from ..training.seeds import SavedModel, SeedRuns
@@ -327,8 +327,26 @@ def build(run: ChapterRun, stage: PlannedStage) -> None:
         train_row(run, data, row, seeds=[seed], starts_from=started.saved)
 
 
+def paper_cost() -> list[str | pd.DataFrame]:
+    """What the chapter's cost cell shows (with :func:`sentcl.book.notebook.show`): the two measured records, each
+    its summary and table: the shuffling's CPU cost (``benchmarks/results/bsc_shuffling_cpu.json``) and the paper
+    profile's GPU hours (:data:`MEMORY_RECORD`); "not measured" for a record this sentcl lacks."""
+    from ..paths import benchmark_result
+
+    parts: list[str | pd.DataFrame] = []
+    for label, file in (("shuffling", "bsc_shuffling_cpu.json"), ("GPU", MEMORY_RECORD)):
+        if not benchmark_result(file).is_file():
+            parts.append(f"**{label}:** not measured (this sentcl has no `benchmarks/results/{file}`).")
+            continue
+        found = benchmark_record(file)
+        parts.append(f"**{label}** (`{file}`, {found['machine']['device']}): " + found.get("summary", ""))
+        if found.get("table"):
+            parts.append(pd.DataFrame(found["table"]))
+    return parts
+
+
 def data_needs(p: Mapping[str, Any]) -> dict:
-    """The data each paper row the profile ``p`` computes needs (:data:`sentcl.book.coverage.Needs`): per task
+    """The data each paper row the profile ``p`` computes needs (:data:`sentcl.book.estimates.coverage.Needs`): per task
     and row, its training and model-selection data (none for the zero-shot row) and its test data."""
     needs: dict = {}
     for name in p["tasks"]:

@@ -16,17 +16,18 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..book.chapter_spec import Chapter
-from ..book.cost import run_steps
-from ..book.gpu_memory import MemoryRow, chapter_rows, estimated
-from ..book.plan import Plan, PlannedStage, stage_name
+from ..book.estimates.cost import chapter_stages, run_steps
+from ..book.estimates.gpu_memory import MemoryRow, chapter_rows, estimated
+from ..book.estimates.plan import Plan, PlannedStage, stage_name
 from ..errors import ConfigError
 from . import rcl
 from .mnrl_sbert import load_nli
 
 if TYPE_CHECKING:
+    import pandas as pd
     from sentence_transformers import SentenceTransformer
 
-    from ..book.chapter import ChapterRun
+    from ..book.notebook.chapter_run import ChapterRun
     from ..data.records import TrainingData
     from ..training import TrainingConfig, TrainingResult
     from ..training.comparison import MethodRun, MethodSettings
@@ -45,7 +46,7 @@ METHOD_RUN, ENTROPY_RUN, STORE_RUN = "method", "RCL entropy", "RCL store"
 def equal_budget_columns(sts_tasks: Sequence[str], retrieval_task: str) -> dict[str, dict[str, tuple[str, str]]]:
     """The equal-budget tables -> their columns -> (the task scored, its metric): :data:`STS_TABLE`, each of
     ``sts_tasks`` by its Spearman and their average; :data:`RETRIEVAL_TABLE`, each metric of ``retrieval_task``."""
-    from ..book.evidence import AVERAGE
+    from ..book.output.evidence import AVERAGE
     from ..evaluation.tasks import task
 
     return {STS_TABLE: {c: (c, "Spearman") for c in sts_tasks} | {"Average": (AVERAGE, "")},
@@ -75,7 +76,7 @@ def stage_names(method: str, model: str, seed: int, planned: Callable[[str], str
     """The stage names :func:`sentcl.training.comparison.train_method` takes for ``method``'s run from ``model`` with
     ``seed``: its own (``stage``) and, read by RCL alone, its entropy models' (``entropy_stage``) and their stores'
     (``store_stage``); a store's name passes ``planned`` (the notebook's
-    :meth:`~sentcl.book.chapter.ChapterRun.planned`; a training's is checked where it is trained)."""
+    :meth:`~sentcl.book.notebook.chapter_run.ChapterRun.planned`; a training's is checked where it is trained)."""
     return {"stage": training_stage(method, model, seed), "entropy_stage": functools.partial(entropy_stage, model),
             "store_stage": lambda phi: planned(store_stage(model, phi))}
 
@@ -228,6 +229,16 @@ def build(run: ChapterRun, stage: PlannedStage) -> None:
         store(run, pairs, family, *what)
     else:
         raise ConfigError(f"{stage.name}: no builder for a stage of kind {kind!r}")
+
+
+def paper_cost() -> list[pd.DataFrame]:
+    """What the chapter's cost cell shows (with :func:`sentcl.book.notebook.show`): the paper profile's runs as
+    shipped, each with its optimizer steps (the fewest and the most where early stopping may end it), counted from
+    its plan (:func:`~sentcl.book.estimates.cost.chapter_stages`); no measurement times them."""
+    import pandas as pd
+
+    return [pd.DataFrame([{"runs of": s.what, "runs": s.runs, "optimizer steps each": f"{s.steps:,}" if s.fewest_steps is None
+                           else f"{s.fewest_steps:,}–{s.steps:,}"} for s in chapter_stages(NAME)]).set_index("runs of")]
 
 
 def memory_rows(paper: Mapping[str, Any]) -> list[MemoryRow]:

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..book.benchmarks import Measurement
 from ..book.chapter_spec import Chapter
-from ..book.cost import (
+from ..book.estimates.benchmarks import Measurement
+from ..book.estimates.cost import (
     BERT_BASE_PARAMETERS,
     BERT_LARGE_PARAMETERS,
     measured_checkpoint_write,
@@ -25,13 +25,13 @@ from ..book.cost import (
     run_steps,
     scored_sentences,
 )
-from ..book.coverage import scored_sets
-from ..book.gpu_memory import MemoryRow, benchmark_record
-from ..book.plan import Plan, PlannedStage, stage_name
-from ..book.results import paper_values
+from ..book.estimates.coverage import scored_sets
+from ..book.estimates.gpu_memory import MemoryRow, benchmark_record
+from ..book.estimates.plan import Plan, PlannedStage, stage_name
+from ..book.output.results import paper_values
 
 if TYPE_CHECKING:
-    from ..book.chapter import ChapterRun
+    from ..book.notebook.chapter_run import ChapterRun
     from ..data.records import TrainingData
     from ..training import TrainingResult
 
@@ -229,8 +229,30 @@ def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def paper_cost() -> list[str | pd.DataFrame]:
+    """The paper profile's GPU hours, for the chapter's cost cell (shown with :func:`sentcl.book.notebook.show`): the
+    record :data:`MEMORY_RECORD`'s measured models, then :func:`ifcl_paper_projection` stage by stage and in all;
+    "not measured" where this sentcl has no record."""
+    from ..paths import benchmark_result
+
+    if not benchmark_result(MEMORY_RECORD).is_file():
+        return [f"GPU cost: **not measured**: this sentcl has no `benchmarks/results/{MEMORY_RECORD}` "
+                "(run `benchmarks/ifcl_gpu.py` on a GPU)."]
+    cost = benchmark_record(MEMORY_RECORD)
+    projected = ifcl_paper_projection(cost)  # every run of the paper profile, counted from its parameters
+    parts = ", ".join(f"{part} {hours:.1f}" for part, hours in projected["parts"].items())
+    unmeasured = f"; not measured: {', '.join(projected['not measured'])}" if projected["not measured"] else ""
+    return [pd.DataFrame(cost["table"]).drop(columns=["architecture"]).set_index("model"),
+            f"Measured on {cost['device']} ({cost['date']}). " + " ".join(cost["notes"]),
+            pd.DataFrame(projected["table"]).set_index("stage"),
+            f"The paper profile: about **{projected['hours']:.1f} GPU hours** on this device (encoding at the slowest "
+            f"measured rate): {parts} hours; {projected['checkpoints']:,} checkpoints, {projected['checkpoint_terabytes']:.2f} "
+            "TB written at the rate measured on the CPU machine's disk (`benchmarks/results/checkpoint_write_cpu.json`)"
+            + unmeasured + "."]
+
+
 def data_needs(p: Mapping[str, Any]) -> dict:
-    """The data each row of the slides' tables the profile ``p`` computes needs (:data:`sentcl.book.coverage.Needs`)."""
+    """The data each row of the slides' tables the profile ``p`` computes needs (:data:`sentcl.book.estimates.coverage.Needs`)."""
     english, chinese = scored_sets(p["sts_tasks"]), scored_sets(p["chinese_tasks"])
     # a trained row the slides' tables lack (IFCL w/o TL's English scores) serves Table 4 only
     needs: dict = {("English STS", row): [p["train_dataset"], *english] for row in p["english_rows"]}

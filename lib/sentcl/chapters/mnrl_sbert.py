@@ -1,7 +1,7 @@
 """The MNRL-SBERT chapter (Taneja et al. 2023, multiple-negatives ranking loss on NLI): its title, its tables'
 captions and figures (:data:`CAPTIONS`, :data:`FIGURES`), the data each paper row needs, its GPU-memory rows (estimates: no GPU record), its plan of runs
 (:func:`plan`, whose per-run estimate ``benchmarks/mnrl_sbert_cost.py`` makes, converted onto the
-paper's T4 by :func:`sentcl.book.cost.t4_hours`), and the measurement its demo rests on
+paper's T4 by :func:`sentcl.book.estimates.cost.t4_hours`), and the measurement its demo rests on
 (``benchmarks/mnrl_sbert_rows.py``: the demo run at several numbers of training rows per seed, and how its
 claims, MNRL against the softmax loss and each against the untouched encoder, move with that budget).
 """
@@ -13,19 +13,21 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..book.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
 from ..book.chapter_spec import Chapter
-from ..book.cost import run_steps
-from ..book.coverage import scored_sets
-from ..book.gpu_memory import MemoryRow, estimated
-from ..book.plan import Plan, PlannedStage, stage_name
+from ..book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
+from ..book.estimates.cost import chapter_stages, run_steps, t4_checkpoints, t4_hours
+from ..book.estimates.coverage import scored_sets
+from ..book.estimates.gpu_memory import MemoryRow, benchmark_record, estimated
+from ..book.estimates.plan import Plan, PlannedStage, stage_name
 
 if TYPE_CHECKING:
-    from ..book.chapter import ChapterRun
+    from ..book.notebook.chapter_run import ChapterRun
     from ..data.nli import NLIData
 
 NAME = "mnrl_sbert"
 TRAINING_ROWS = "mnrl_sbert_rows_cpu.json"
+COST_RECORD = "mnrl_sbert_cost_cpu.json"
+"""The training FLOPs per step of each run, measured on a CPU by ``benchmarks/mnrl_sbert_cost.py``: the T4 hours' base."""
 CAPTIONS = {"Table 1": "MNRL models and unsupervised baselines", "Table 2": "MNRL models and supervised baselines"}
 """Table -> what its rows compare (the notebook adds the metric), in the order the chapter shows them."""
 FIGURES = {6: ("Table 1", "unsupervised"), 7: ("Table 2", "supervised")}
@@ -101,8 +103,30 @@ def build(run: ChapterRun, stage: PlannedStage) -> None:
     train(run, load_nli(run), row, seed)
 
 
+def paper_cost() -> list[str | pd.DataFrame]:
+    """The paper profile's training cost on a T4, for the chapter's cost cell (shown with
+    :func:`sentcl.book.notebook.show`): the record :data:`COST_RECORD`'s table and assumptions, then its FLOPs per
+    step applied to the counts of the paper profile's plan as shipped (:func:`~sentcl.book.estimates.cost.t4_hours`,
+    :func:`~sentcl.book.estimates.cost.t4_checkpoints`); "no cost estimate" where this sentcl has no record."""
+    from ..paths import benchmark_result
+
+    if not benchmark_result(COST_RECORD).is_file():
+        return [f"No cost estimate: this sentcl has no `benchmarks/results/{COST_RECORD}` (run `benchmarks/mnrl_sbert_cost.py`)."]
+    cost = benchmark_record(COST_RECORD)
+    stages = chapter_stages(NAME)
+    low, high = t4_hours(stages, cost)
+    checkpoints = "–".join(dict.fromkeys(f"{n:,}" for n in t4_checkpoints(stages, cost)))
+    return [pd.DataFrame(cost["table"]).set_index("run"),
+            f"Estimate from a measurement on {cost['machine']['cpu']} ({cost['measured']}). Assumptions: "
+            + "; ".join(cost["assumptions"]) + ".",
+            "The paper profile trains " + ", ".join(f"{s.runs} × {s.what} ({s.steps:,} steps)" for s in stages)
+            + f": about **{low:.1f}–{high:.1f} T4 hours** of training steps in all (the same assumptions), and "
+            f"{checkpoints} checkpoints on the trainer's cadence (every 10 minutes of training, every `checkpoint_steps`, "
+            "and at the end), not timed."]
+
+
 def data_needs(p: Mapping[str, Any]) -> dict:
-    """The data each paper row the profile ``p`` computes needs (:data:`sentcl.book.coverage.Needs`)."""
+    """The data each paper row the profile ``p`` computes needs (:data:`sentcl.book.estimates.coverage.Needs`)."""
     sts = scored_sets(p["sts_tasks"])
     needs: dict = {row: [*p["nli_datasets"], *sts] for row in (*p["mnrl_rows"], *p["softmax_rows"])}
     needs |= {row: sts for row in p["first_last_avg_rows"]}

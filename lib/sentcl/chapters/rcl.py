@@ -36,18 +36,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from ..book.chapter_spec import Chapter
-from ..book.cost import BERT_BASE_PARAMETERS, measured_checkpoint_write, projection, run_steps, scored_sentences
-from ..book.coverage import scored_sets
-from ..book.gpu_memory import MemoryRow, benchmark_record
-from ..book.plan import Plan, PlannedStage, stage_name
-from ..book.results import paper_values
+from ..book.estimates.cost import BERT_BASE_PARAMETERS, measured_checkpoint_write, projection, run_steps, scored_sentences
+from ..book.estimates.coverage import scored_sets
+from ..book.estimates.gpu_memory import MemoryRow, benchmark_record
+from ..book.estimates.plan import Plan, PlannedStage, stage_name
+from ..book.output.results import paper_values
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from ..book.chapter import ChapterRun
+    from ..book.notebook.chapter_run import ChapterRun
     from ..data.records import TrainingData
     from ..embeddings.store import EmbeddingStore
     from ..training import TrainingConfig, TrainingResult
@@ -80,7 +82,7 @@ def sts_tables(row: str, paper_tables: Sequence[str]) -> tuple[list[str], dict[s
     ours such as "0 regulators, Eq. 1 fine-tuned (ours)") is Table 4's alone, in its one column, the average;
     any other row goes under the tables the paper lists it in (``paper_tables``) but Table 2 (the FAQ banks,
     recorded from their folds), and a row the paper lists in none of those (ours) under Tables 3 and 5."""
-    from ..book.evidence import AVERAGE
+    from ..book.output.evidence import AVERAGE
 
     if row[:1].isdigit():
         return ["Table 4"], {"Average": (AVERAGE, "")}
@@ -138,7 +140,7 @@ def faq_stage_names(bank: str, baselines: Mapping[str, str], planned: Callable[[
     """:func:`~sentcl.training.cross_validation.faq_cross_validation`'s ``stages`` on ``bank``: (fold, model, φ) ->
     :func:`faq_stage` of the run the model is (the initial model Eq. 1, the final model RCL, each baseline's key
     its run in ``baselines``: :func:`dropout_run`); a store's name passes ``planned`` (the notebook's
-    :meth:`~sentcl.book.chapter.ChapterRun.planned`; a training's is checked where it is trained)."""
+    :meth:`~sentcl.book.notebook.chapter_run.ChapterRun.planned`; a training's is checked where it is trained)."""
     from ..training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE
 
     runs = {INITIAL: EQ1_RUN, ENTROPY_MODEL: ENTROPY_RUN, STORE: STORE_RUN, FINAL: RCL_RUN, **baselines}
@@ -160,7 +162,7 @@ def faq_data_missing(bank: str, root: Path) -> list[str]:
 
 def faq_banks_built(p: Mapping[str, Any]) -> list[str]:
     """The FAQ banks whose folds the notebook builds with parameters ``p``: every bank of ``faq_datasets``, but in
-    the smoke profile, which always reads the project's sample data (:func:`sentcl.book.chapter.resolve_data`),
+    the smoke profile, which always reads the project's sample data (:func:`sentcl.book.profiles.resolve_data`),
     only those the sample data holds. The plan reads no other data root: a run whose root lacks a bank builds
     fewer stages than planned, never others."""
     banks = list(p["faq_datasets"].values())
@@ -527,8 +529,25 @@ def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
                       measured_checkpoint_write()["bytes_per_s"])
 
 
+def paper_cost() -> list[str | pd.DataFrame]:
+    """The paper profile's GPU hours, for the chapter's cost cell (shown with :func:`sentcl.book.notebook.show`):
+    :func:`rcl_paper_projection` of the record :data:`MEMORY_RECORD`, stage by stage, then in all; "not measured" where
+    this sentcl has no record."""
+    from ..paths import benchmark_result
+
+    if not benchmark_result(MEMORY_RECORD).is_file():
+        return [f"Not measured: this sentcl has no `benchmarks/results/{MEMORY_RECORD}` (run `benchmarks/rcl_gpu.py` on a GPU)."]
+    measured = benchmark_record(MEMORY_RECORD)
+    cost = rcl_paper_projection(measured)  # the counts of this sentcl's paper profile, the recorded step times
+    parts = ", ".join(f"{part} {hours:.1f}" for part, hours in cost["parts"].items())
+    return [pd.DataFrame(cost["table"]).set_index("stage"),
+            f"**{cost['hours']:.1f} GPU hours** in all ({cost['hours_fewest']:.1f} if every entropy model stops at its "
+            f"earliest): {parts} hours; {cost['checkpoints']:,} checkpoints, {cost['checkpoint_terabytes']:.2f} TB written. "
+            f"Measured on {measured['device']} ({measured['measured']}). Assumptions: " + "; ".join(measured["assumptions"]) + "."]
+
+
 def data_needs(p: Mapping[str, Any]) -> dict:
-    """The data each paper row the profile ``p`` computes needs (:data:`sentcl.book.coverage.Needs`)."""
+    """The data each paper row the profile ``p`` computes needs (:data:`sentcl.book.estimates.coverage.Needs`)."""
     values = paper_values(NAME)
     sts = scored_sets(p["sts_tasks"])
     needs: dict = {}

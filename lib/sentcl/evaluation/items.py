@@ -1,6 +1,6 @@
 """Per-item outputs of one task's evaluation of one model: every metric recomputed on any resample of
 the test items, so that a difference between two models can be bootstrapped over the items
-(:func:`sentcl.evaluation.scoring.score` makes them; :mod:`sentcl.book.claims` resamples them):
+(:func:`sentcl.evaluation.scoring.score` makes them; :mod:`sentcl.book.output.claims` resamples them):
 
 - STS (:class:`PairSimilarities`): each pair's cosine similarity and gold score; Spearman and
   Pearson ×100 over the pairs pooled (SentEval's "all" setting, every table's);

@@ -155,7 +155,7 @@ def train_method(
 
     ``stage``: the artifact stage name of the method's (final) run, and for RCL ``entropy_stage(phi)`` that of
     each entropy model (None: the cache's default ``"train"``); a ``train`` given with names takes each as
-    ``stage=`` (:meth:`sentcl.book.chapter.ChapterRun.train`); for RCL ``store_stage(phi)`` that of each entropy
+    ``stage=`` (:meth:`sentcl.book.notebook.chapter_run.ChapterRun.train`); for RCL ``store_stage(phi)`` that of each entropy
     model's augmented-embedding store (None: :data:`~sentcl.training.entropy_models.STORE_STAGE`; named only with
     ``entropy_stage``)."""
     check_choice("method", method, METHODS)

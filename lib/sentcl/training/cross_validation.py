@@ -15,7 +15,7 @@ way; keyed by the caller's name) and :data:`FINAL` (Algorithm 1's final model). 
 to its table's rows. A model's value is the mean over the folds, its spread their standard deviation.
 
 Every run of a fold is an artifact-cache stage; a chapter names them (``stages``: :data:`FoldStages`) as its
-plan of runs does (:mod:`sentcl.book.plan`).
+plan of runs does (:mod:`sentcl.book.estimates.plan`).
 """
 
 from __future__ import annotations

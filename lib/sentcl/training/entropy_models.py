@@ -23,7 +23,7 @@ paper profile reads "3 steps" as, and why.
 
 **Stage names.** Each function takes the artifact stage name of what it builds (``stage``; :func:`augment` a
 function of φ giving the entropy model's and its store's, ``stages``), so that a chapter builds each under the
-name its plan of runs gives it (:mod:`sentcl.book.plan`); without one, a training run is the cache's default
+name its plan of runs gives it (:mod:`sentcl.book.estimates.plan`); without one, a training run is the cache's default
 stage (``train``) and a store :data:`STORE_STAGE`.
 
 **Any store as regulators.** :func:`augmented_store` encodes the training set with any model: the
@@ -62,7 +62,7 @@ LoadModel = Callable[[], SentenceTransformer]
 Train = Callable[..., TrainingResult]
 """Runs a trainer in the cache: ``train(trainer)``, or ``train(trainer, stage=name)`` where the caller names the
 run's artifact stage (default :meth:`Trainer.train_cached`; a chapter passes its run-recording
-:meth:`~sentcl.book.chapter.ChapterRun.train`)."""
+:meth:`~sentcl.book.notebook.chapter_run.ChapterRun.train`)."""
 STORE_COLUMNS = ("query", "index")
 """The sentences the regulators of Eq. 3 cover: each tuple's query and index (not hard negatives)."""
 STORE_STAGE = "augmented-embeddings"

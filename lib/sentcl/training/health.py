@@ -46,7 +46,7 @@ record a chapter writes), with
     True when the loss fell and did not end at chance; False with the reason otherwise (it rose, stayed
     within its noise, could not be judged from too few windows, or sits at chance). A model that moved
     but did not learn (SBERT's softmax loss at ln 3 while its encoder drifts) is no evidence about its
-    objective either: the claims resting on it are not tested (:meth:`sentcl.book.evidence.RowEvidence.inactive`).
+    objective either: the claims resting on it are not tested (:meth:`sentcl.book.output.evidence.RowEvidence.inactive`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The introduction's answer to the book's question, "do contrastive sentence embeddings really work?",
-generated from every chapter's claims (:mod:`sentcl.book.claims`), in one table: each method against its
+generated from every chapter's claims (:mod:`sentcl.book.output.claims`), in one table: each method against its
 paper's baseline and against the untouched encoder it started from (the claims its chapter marks as its
 headline ones: column ``headline`` says which, ``headline_row`` names the method's row), and, where the geometry chapter ran, against plain MNRL under one budget.
 Each cell is a verdict with the difference (method − the other, whatever order the claim was stated in) and its
 95 % interval. Under the table: the limits of the run in one sentence, and the build's state (which chapters
-completed, were interrupted, failed or did not run: :func:`sentcl.book.findings.chapter_status`).
+completed, were interrupted, failed or did not run: :func:`sentcl.book.pages.findings.chapter_status`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from .chapter_spec import resolve
+from ..chapter_spec import resolve
+from ..markdown import md, md_table
+from ..profiles import PROFILES
 from .findings import STATUSES, chapter_status, reason_kind
-from .markdown import md, md_table
-from .profiles import PROFILES
 
 BASELINE = "MNRL"
 NEWER = ("BSC", "RCL", "IFCL")
@@ -73,7 +73,7 @@ def _equal_budget(one_budget: Any, method: str) -> str:
 
 def answer(states) -> str:
     """MyST markdown: the answer table, the run's limits, the build's state (``states``:
-    :func:`sentcl.book.pages.chapter_states`)."""
+    :func:`sentcl.book.pages.generated.chapter_states`)."""
     one_budget = next((s for s in states if resolve(s.chapter).one_budget), None)
     papers = [s for s in states if not resolve(s.chapter).one_budget]
     rows = []

@@ -4,11 +4,11 @@ A chapter's module computes its :class:`Plan` from a profile's resolved paramete
 (:attr:`~sentcl.book.chapter_spec.Chapter.plan`). Each :class:`PlannedStage` with a ``name`` is one artifact
 the notebook builds in the artifact cache (a training run, an embedding store) under exactly that stage name
 (``<chapter>.<what>``, :func:`stage_name`), with the names of the stages it reads (``upstream``) and what it
-costs (its optimizer steps, the sentences it encodes: the fields of :class:`~sentcl.book.cost.Stage`). A
+costs (its optimizer steps, the sentences it encodes: the fields of :class:`~sentcl.book.estimates.cost.Stage`). A
 stage without a name is work the artifact cache does not hold (scoring every row on the test sets), counted
 for the cost only.
 
-The notebook trains through the plan: :meth:`sentcl.book.chapter.ChapterRun.train` takes the planned stage's
+The notebook trains through the plan: :meth:`sentcl.book.notebook.chapter_run.ChapterRun.train` takes the planned stage's
 name and refuses a name the plan does not hold, so the artifacts a run builds are the plan's (a test runs each
 smoke notebook and compares the cache's stage names with its plan). The cost tables are the plan's stages
 summed by ``what`` (:meth:`Plan.counted`), and the data a row needs is read from the same parameters: a
@@ -22,13 +22,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .cost import Stage
 
 
 @dataclass(frozen=True)
 class PlannedStage(Stage):
-    """One stage of a plan: ``runs`` of the :class:`~sentcl.book.cost.Stage` it is counted as (1 for a named
+    """One stage of a plan: ``runs`` of the :class:`~sentcl.book.estimates.cost.Stage` it is counted as (1 for a named
     artifact), its artifact stage ``name`` ("": not an artifact), the names of its ``upstream`` stages and the
     ``args`` its chapter's builder takes."""
 
@@ -39,7 +39,7 @@ class PlannedStage(Stage):
     """What the chapter's builder needs to build it (:attr:`~sentcl.book.chapter_spec.Chapter.build`), e.g. (row, seed)."""
     alone: bool = True
     """Whether the chapter's builder can build it alone (False: only its notebook builds it, e.g. a stage that a
-    library function builds together with others; :mod:`sentcl.book.executor` leaves it, and what reads it, to the
+    library function builds together with others; :mod:`sentcl.book.build.executor` leaves it, and what reads it, to the
     notebook)."""
 
 

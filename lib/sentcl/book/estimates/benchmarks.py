@@ -20,10 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataFormatError
-from ..paths import benchmark_result
-from .chapter_spec import Chapter, resolve
-from .markdown import md, md_table
+from ...errors import DataFormatError
+from ...paths import benchmark_result
+from ..chapter_spec import Chapter, resolve
+from ..markdown import md, md_table
 
 
 @dataclass(frozen=True)

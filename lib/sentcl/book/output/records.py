@@ -21,11 +21,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, DataFormatError
-from ..io import atomic_write_json, read_json, report_damaged
-from ..precision import describe_machine
+from ...errors import ConfigError, DataFormatError
+from ...io import atomic_write_json, read_json, report_damaged
+from ...precision import describe_machine
+from ..profiles import policy
 from .layout import Layout
-from .profiles import policy
 from .results import current_run_id
 
 RECORD_KINDS = ("notebook", "training")

@@ -14,7 +14,7 @@ larger differs (red). A miniature -- the demo profile (a small stand-in encoder,
 trained on other data, fine-tuned on a subset), the smoke profile or any run on the
 project's sample data -- shows its Δ uncoloured and is never counted as agreeing or not:
 how close its numbers come to the paper's is coincidence. What a miniature can test is
-the paper's ordering of its rows (:mod:`sentcl.book.claims`).
+the paper's ordering of its rows (:mod:`sentcl.book.output.claims`).
 
 Text that ends up on a published page (the data a row was computed on, notes) goes
 through :func:`sentcl.book.public.public_text`, which replaces local absolute paths.
@@ -31,12 +31,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ConfigError
-from ..io import atomic_path, atomic_write_json, read_json
-from .layout import Layout
-from .profiles import PROFILES
-from .public import public_text
-from .results import current_run_id, paper_values
+from ...errors import ConfigError
+from ...io import atomic_path, atomic_write_json, read_json
+from ..output.layout import Layout
+from ..output.results import current_run_id, paper_values
+from ..profiles import PROFILES
+from ..public import public_text
 
 THRESHOLDS = (1.0, 3.0)
 AGREEMENT = ("agrees", "close", "differs")
@@ -73,7 +73,7 @@ def compare(
 ) -> pd.DataFrame:
     """Every cell of the chapter's paper tables and results, one row per cell.
 
-    ``results`` is a results frame (:func:`sentcl.book.results.load_results`; rows of other
+    ``results`` is a results frame (:func:`sentcl.book.output.results.load_results`; rows of other
     chapters are ignored), ``paper`` the paper values (default: the chapter's file).
     Columns: chapter, table, row, column, paper_value, scale, source, value, std, seeds,
     profile, kind, data, note, run_id, delta (ours − paper, in the paper's units),

@@ -1,7 +1,7 @@
 """What each recorded row rests on: its per-item scores for every seed, and the health of the models it
 was trained with, kept so that a difference between two rows can be resampled over seeds and test items.
 
-A chapter records a row with :meth:`sentcl.book.chapter.ChapterRun.record_scores`; beside its cells in
+A chapter records a row with :meth:`sentcl.book.notebook.chapter_run.ChapterRun.record_scores`; beside its cells in
 the results file this writes, under ``<out>/evidence/<chapter>/<row key>/``:
 
 ``row.json``
@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, DataFormatError
-from ..evaluation.items import Items, items_from_arrays
-from ..evaluation.tasks import STS_AVERAGE, task
-from ..io import atomic_path, atomic_write_json, read_json
-from ..training.health import learning_judged
+from ...errors import ConfigError, DataFormatError
+from ...evaluation.items import Items, items_from_arrays
+from ...evaluation.tasks import STS_AVERAGE, task
+from ...io import atomic_path, atomic_write_json, read_json
+from ...training.health import learning_judged
 from .layout import Layout
 
 ROW_FILE = "row.json"
@@ -281,8 +281,8 @@ def _file_key(task_key: str) -> str:
 def items_fingerprint(record: Any) -> str:
     """What identifies a record's test items, in order (two rows are compared on a task only when their
     fingerprints agree): the dataset, split and every per-item field (texts, gold, queries)."""
-    from ..data.records import RetrievalSet
-    from ..hashing import stable_hash, texts_hash
+    from ...data.records import RetrievalSet
+    from ...hashing import stable_hash, texts_hash
 
     if isinstance(record, RetrievalSet):
         parts = [texts_hash(list(record.queries)), texts_hash(list(record.queries.values())),

@@ -16,7 +16,7 @@ A chapter notebook starts with its ``parameters`` cell, which always holds ``pro
                                                     # (+ the trajectory of run.geometry_callback(n))
 
 Every number the book shows is read back from the files these calls write under
-``out_dir`` (see :mod:`sentcl.book.results`); the chapter only adds its science.
+``out_dir`` (see :mod:`sentcl.book.output.results`); the chapter only adds its science.
 
 Why this module is long: :class:`ChapterRun` is the one object a notebook reports through (data, results,
 claims, coverage, training records, geometry, figures), so that every chapter writes the same files the
@@ -30,33 +30,32 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ..errors import ConfigError
-from ..io import atomic_write_json, claim, read_json
-from ..paths import data_root
-from ..precision import uses
-from . import claims, report
-from .chapter_spec import resolve
-from .claims import Claim
-from .evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run, save_row_evidence
-from .geometry import save_geometry
-from .layout import Layout
-from .plan import Plan
-from .profiles import policy
-from .public import describe_data
-from .records import finish_run_record, start_run_record
-from .results import Result, current_run_id, load_results, paper_values, save_results
+from ...errors import ConfigError
+from ...io import atomic_write_json, claim, read_json
+from ...precision import uses
+from ..chapter_spec import resolve
+from ..estimates.plan import Plan
+from ..output import claims
+from ..output.claims import Claim
+from ..output.evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run, save_row_evidence
+from ..output.geometry import save_geometry
+from ..output.layout import Layout
+from ..output.records import finish_run_record, start_run_record
+from ..output.results import Result, current_run_id, load_results, paper_values, save_results
+from ..pages import report
+from ..profiles import SampleDataWarning, policy, resolve_data
 
 OUTPUT_CLAIMED_ENV = "SENTCL_OUTPUT_CLAIMED"
 """Set by ``sentcl reproduce`` for its kernels: the output folder whose chapters it has claimed."""
 BUILT_BY_ENV = "SENTCL_BUILT_BY"
-"""Set in the process of a task of :mod:`sentcl.book.executor`: the node and device that build its stage (a training
+"""Set in the process of a task of :mod:`sentcl.book.build.executor`: the node and device that build its stage (a training
 record's ``config.built_by``)."""
 
 
@@ -70,61 +69,6 @@ def claim_output(out: Path, chapter: str | None = None, *, for_process: bool = F
     holder = {"pid": os.getpid(), "command": " ".join(["sentcl", *sys.argv[1:]]) if chapter is None
               else f"notebook {chapter}", "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     return claim(lock, what, holder, for_process=for_process)
-
-
-class SampleDataWarning(UserWarning):
-    """A demo or paper run reads the project's sample data: its numbers mean nothing."""
-
-
-@dataclass(frozen=True)
-class DataChoice:
-    """The data root a run reads, and whether it is the project's sample data."""
-
-    root: Path
-    sample: bool
-    warning: str | None = None  # set exactly when the sample data stands in for the real data a profile names
-
-    @property
-    def samples_stand_in(self) -> bool:
-        """Whether the sample data stands in for the real data the profile names (a demo without a data
-        root, or a data root that is the sample data): the counts and sizes the profile expects do not
-        hold. The smoke profile's own data is the sample data: False there."""
-        return self.sample and self.warning is not None
-
-    def describe(self) -> str:
-        """The run's words for its data (no machine path: it goes into results files and onto pages)."""
-        return describe_data(self.root, self.sample)
-
-
-def resolve_data(profile: str, data_dir: str | os.PathLike | None = None) -> DataChoice:
-    """The data root a profile runs on.
-
-    ``smoke`` always reads ``data/samples``. ``demo`` and ``rehearsal`` read ``data_dir`` (or
-    ``$SENTCL_DATA``) and, when neither is set, fall back to ``data/samples`` with a
-    warning. ``paper`` requires a real data root.
-    """
-    from ..data.registry import SAMPLE_MARKER, samples_root
-
-    reads = policy(profile).data
-    if reads == "samples":
-        return DataChoice(samples_root(), True)
-    root = data_root(data_dir, required=False)
-    if root is None:
-        if reads == "required":
-            raise ConfigError(
-                f"the {profile} profile needs the real data: set the notebook parameter data_dir "
-                "(papermill -p data_dir DIR), pass --data-dir DIR to sentcl reproduce, or set $SENTCL_DATA"
-            )
-        return DataChoice(
-            samples_root(),
-            True,
-            "no data root (the notebook parameter data_dir, sentcl reproduce --data-dir, or $SENTCL_DATA): "
-            f"the {profile} profile falls back to the project's "
-            "sample data in data/samples, so its numbers say nothing about the papers",
-        )
-    if (root / SAMPLE_MARKER).exists() or root == samples_root().resolve():
-        return DataChoice(root, True, f"the data root {root} is the project's sample data: its numbers say nothing about the papers")
-    return DataChoice(root, False)
 
 
 class ChapterRun:
@@ -176,7 +120,7 @@ class ChapterRun:
     def load(self, name: str, split: str | None = None, **options: Any):
         """Load a registered dataset from the run's data root and log it for the
         datasets appendix (``<out>/data_used/<chapter>.json``)."""
-        from ..data import load
+        from ...data import load
 
         record = load(name, split, data_dir=self.data.root, **options)
         self._loaded.append(
@@ -194,7 +138,7 @@ class ChapterRun:
         from the run's data root through :meth:`load` (logged for the datasets appendix), each
         cut to at most ``max_pairs`` rows drawn with ``seed`` (0: whole); every row recorded from
         now on says what it was scored on (:meth:`describe_evaluation`). Returns ``{name: record}``."""
-        from ..evaluation.tasks import load_tasks, task
+        from ...evaluation.tasks import load_tasks, task
 
         records = load_tasks(names, max_pairs=max_pairs, seed=seed, loader=self.load)
         self.describe_evaluation(records, what=what, limit=max_pairs, seed=seed)
@@ -216,7 +160,7 @@ class ChapterRun:
         """Record a row scored on evaluation tasks, with its evidence: its cells (the mean over seeds and
         their standard deviation, :func:`~sentcl.evaluation.significance.seed_mean_std`) under every table
         that lists ``row`` (or ``tables``), and its per-item scores and training health
-        (:mod:`sentcl.book.evidence`), so that its claims can be tested (:meth:`write_claims`).
+        (:mod:`sentcl.book.output.evidence`), so that its claims can be tested (:meth:`write_claims`).
 
         Args:
             per_seed: seed -> task key -> :class:`~sentcl.evaluation.scoring.TaskScores` (from
@@ -227,9 +171,9 @@ class ChapterRun:
                 seed rests on, e.g. RCL's entropy models and final model); None for a row that trains nothing.
             tables, family, trained_on, note: as :meth:`record`.
         """
-        from ..evaluation.scoring import TaskScores
-        from ..evaluation.significance import seed_mean_std
-        from ..evaluation.tasks import STS_AVERAGE, task
+        from ...evaluation.scoring import TaskScores
+        from ...evaluation.significance import seed_mean_std
+        from ...evaluation.tasks import STS_AVERAGE, task
 
         if not per_seed:
             raise ConfigError(f"{self.chapter} {row}: no seeds scored")
@@ -269,13 +213,13 @@ class ChapterRun:
     def write_claims(self, own: Sequence[Claim] = (), *, paired: Mapping[frozenset, bool] | None = None,
                      untestable: Mapping[str | tuple[str, str], str] | None = None,
                      headlines: Mapping[str, tuple[str, str]] | None = None) -> pd.DataFrame:
-        """Test this run's claims and write ``<out>/claims/<chapter>.csv`` (:mod:`sentcl.book.claims`):
+        """Test this run's claims and write ``<out>/claims/<chapter>.csv`` (:mod:`sentcl.book.output.claims`):
         every ordering of two rows the paper reports (on each table's headline columns) between rows this
         run recorded or said it did not run (a row recorded without per-item scores: not tested), and
         ``own`` claims of the chapter. ``paired``: pairs of rows whose seed k share data order and
         initialisation; ``untestable``: a table, or (table, column) -> why its values cannot tell rows
         apart (a metric at its ceiling, means over folds with no per-item scores); ``headlines``: the claims the
-        introduction's answer reads, kind -> (the method's row, the other row) (:func:`sentcl.book.claims.mark_headlines`:
+        introduction's answer reads, kind -> (the method's row, the other row) (:func:`sentcl.book.output.claims.mark_headlines`:
         "baseline", the method against its paper's baseline; "untouched", against the untouched encoder).
         Returns the claims."""
         evidence = load_evidence(self.out_dir, self.chapter, {self.run_id})
@@ -294,9 +238,9 @@ class ChapterRun:
     def write_coverage(self) -> pd.DataFrame:
         """What a paper-profile run of this chapter fills on this run's data root: per row of the paper's
         tables, runs / needs absent data (which files, from where) / cited, from the paper profile's
-        parameters (:func:`sentcl.book.coverage.write_coverage`); written to ``<out>/coverage/<chapter>.csv``,
+        parameters (:func:`sentcl.book.estimates.coverage.write_coverage`); written to ``<out>/coverage/<chapter>.csv``,
         which the chapter page shows."""
-        from .coverage import write_coverage
+        from ..estimates.coverage import write_coverage
 
         return write_coverage(self.out_dir, self.chapter, self.data.root)
 
@@ -315,7 +259,7 @@ class ChapterRun:
     def planned(self, stage: str) -> str:
         """``stage``, a stage of the run's plan about to be built (or found in the cache); a ConfigError naming
         the planned stages where the plan holds no such stage (the notebook builds what its plan names, and
-        nothing else: :mod:`sentcl.book.plan`). Without a plan (or one that names no artifact) any name passes."""
+        nothing else: :mod:`sentcl.book.estimates.plan`). Without a plan (or one that names no artifact) any name passes."""
         if self.plan is not None and len(self.plan):
             self.plan[stage]  # raises for a stage the plan does not hold
         self.built.append(stage)
@@ -458,7 +402,7 @@ class ChapterRun:
 
     def _save_precision_uses(self) -> None:
         """Keep what this process ran in which precision so far (:func:`sentcl.precision.uses`) where
-        the notebook's run record picks it up (:meth:`~sentcl.book.layout.Layout.precision_record`)."""
+        the notebook's run record picks it up (:meth:`~sentcl.book.output.layout.Layout.precision_record`)."""
         atomic_write_json(self.layout.precision_record(self.chapter, self.run_id),
                           {"chapter": self.chapter, "run_id": self.run_id, "uses": uses()})
 
@@ -466,7 +410,7 @@ class ChapterRun:
         """The STS-B test pairs every geometry measure of this run uses (SimCSE's protocol;
         :attr:`sentcl.book.profiles.Profile.geometry_pairs` says how many), loaded once and logged."""
         if self._geometry_pairs is None:
-            from ..data.records import subset
+            from ...data.records import subset
 
             self._geometry_pairs = subset(self.load("stsbenchmark", "test"), policy(self.profile).geometry_pairs, 0,
                                          "geometry_pairs")
@@ -475,7 +419,7 @@ class ChapterRun:
     def geometry_callback(self, every_steps: int):
         """A :class:`~sentcl.training.callbacks.GeometryCallback` on :meth:`geometry_pairs`: pass it to a
         trainer and :meth:`record_geometry` with ``trained=`` its result keeps the trajectory."""
-        from ..training.callbacks import GeometryCallback
+        from ...training.callbacks import GeometryCallback
 
         return GeometryCallback(self.geometry_pairs(), every_steps)
 
@@ -489,7 +433,7 @@ class ChapterRun:
         says which paper model that encoder stands in for. Returns the measures. A run loaded from a
         cache written without the callback has no trajectory: the final point is written and
         ``"trajectory_points"`` is 0."""
-        from ..evaluation.geometry import evaluate_geometry
+        from ...evaluation.geometry import evaluate_geometry
 
         if family is None and len(self.models) == 1:
             family = next(iter(self.models))
@@ -517,15 +461,15 @@ class ChapterRun:
         return load_results(self.out_dir, [self.chapter])
 
     def compare(self, thresholds: Sequence[float] = report.THRESHOLDS) -> pd.DataFrame:
-        """Every cell of the paper's tables beside ours (:func:`sentcl.book.report.compare`)."""
+        """Every cell of the paper's tables beside ours (:func:`sentcl.book.pages.report.compare`)."""
         return report.compare(self.chapter, self.results(), thresholds=thresholds)
 
     def table(self, table: str, thresholds: Sequence[float] = report.THRESHOLDS, caption: str | None = None):
-        """One paper table with our rows beside the paper's (:func:`sentcl.book.report.comparison_table`)."""
+        """One paper table with our rows beside the paper's (:func:`sentcl.book.pages.report.comparison_table`)."""
         return report.comparison_table(self.compare(thresholds), table, thresholds=thresholds, caption=caption)
 
     def averages_chart(self, table: str, column: str = "Average", rows: Sequence[str] | None = None, title: str | None = None):
-        """The paper's and our averages side by side (:func:`sentcl.book.report.averages_chart`)."""
+        """The paper's and our averages side by side (:func:`sentcl.book.pages.report.averages_chart`)."""
         return report.averages_chart(self.compare(), table, column=column, rows=rows, title=title)
 
     def save_figure(self, fig, name: str, caption: str) -> Path:
@@ -535,6 +479,6 @@ class ChapterRun:
 
 def _average(scores: Mapping[str, Any]) -> float:
     """The Average column of a seed's scores (:func:`sentcl.evaluation.tasks.average`)."""
-    from ..evaluation.scoring import average
+    from ...evaluation.scoring import average
 
     return average({key: scored.values for key, scored in scores.items()})

@@ -1,15 +1,15 @@
 """The generated pages of the book, as MyST markdown: each chapter's results fragment (run
 status, every paper table beside ours, the orderings), the scorecard, the datasets appendix,
 the environment page and the timings, all read from an output folder's results files, figures
-and run records (:func:`chapter_states`). :mod:`sentcl.book.site` writes them into the staged
+and run records (:func:`chapter_states`). :mod:`sentcl.book.build.site` writes them into the staged
 book sources.
 
 No page names a path of the machine that built it: the data roots, the output folder and the
 checkout are shown by name (``$SENTCL_DATA``, ``<out>``, ``data/samples``), and any other
 absolute path is cut to its last part (:mod:`sentcl.book.public`). Agreement
 colours and counts appear only for runs of the paper's profile
-(:func:`sentcl.book.report.judged`); for a miniature the scorecard counts the paper's
-orderings that hold (:mod:`sentcl.book.claims`).
+(:func:`sentcl.book.pages.report.judged`); for a miniature the scorecard counts the paper's
+orderings that hold (:mod:`sentcl.book.output.claims`).
 """
 
 from __future__ import annotations
@@ -20,19 +20,20 @@ from typing import Any
 
 import pandas as pd
 
-from ..io import read_json
-from ..training.health import learning_judged
-from . import claims, report
-from .chapter_spec import Chapter, all_chapters, resolve
-from .coverage import COVERAGE, read_coverage
-from .evidence import load_evidence
+from ...io import read_json
+from ...training.health import learning_judged
+from ..chapter_spec import Chapter, all_chapters, resolve
+from ..estimates.coverage import COVERAGE, read_coverage
+from ..markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
+from ..output import claims
+from ..output.evidence import load_evidence
+from ..output.layout import Layout
+from ..output.records import RunRecord, read_run_records
+from ..output.results import load_results
+from ..profiles import PROFILES
+from ..public import DATA_ROOT_LABEL, data_root_label, public_text
+from . import report
 from .findings import build_banner
-from .layout import Layout
-from .markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
-from .profiles import PROFILES
-from .public import DATA_ROOT_LABEL, data_root_label, public_text
-from .records import RunRecord, read_run_records
-from .results import load_results
 
 GENERATED = Path("book") / "_generated"
 REHEARSAL = ("the paper profile's schedules, rows and tables on a tiny random stand-in encoder and capped data: it "
@@ -56,12 +57,12 @@ class ChapterState:
     has_notebook: bool  # notebooks/<chapter>.ipynb exists in the checkout
     executed: Path | None  # the executed notebook in the output folder
     record: RunRecord | None  # its latest notebook run record
-    compared: pd.DataFrame  # paper values beside results (sentcl.book.report.compare)
+    compared: pd.DataFrame  # paper values beside results (sentcl.book.pages.report.compare)
     figures: list[dict] = field(default_factory=list)
     data_used: dict | None = None
     claims: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(claims.CLAIM_COLUMNS)))
-    evidence: dict = field(default_factory=dict)  # (table, row) -> the RowEvidence of the chapter's run (sentcl.book.evidence)
-    coverage: pd.DataFrame | None = None  # what a paper-profile run fills on the run's data root (sentcl.book.coverage)
+    evidence: dict = field(default_factory=dict)  # (table, row) -> the RowEvidence of the chapter's run (sentcl.book.output.evidence)
+    coverage: pd.DataFrame | None = None  # what a paper-profile run fills on the run's data root (sentcl.book.estimates.coverage)
 
     @property
     def spec(self) -> Chapter:
@@ -143,7 +144,7 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
 
 def announcement(states: list[ChapterState]) -> str | None:
     """The banner on every page when chapters ran on the project's sample data, or in the rehearsal profile,
-    and when the build is partial (:func:`sentcl.book.findings.build_banner`)."""
+    and when the build is partial (:func:`sentcl.book.pages.findings.build_banner`)."""
     said = [s for s in (_profile_banner(states), build_banner(states)) if s]
     return " ".join(said) or None
 
@@ -187,7 +188,7 @@ def chapter_results(state: ChapterState, known: dict[str, str] | None = None) ->
             "and no results were written.\n"
         )
     compared = _public_compared(state.compared, known)
-    if state.ran:  # the claims open the page (sentcl.book.findings); here, what they rest on
+    if state.ran:  # the claims open the page (sentcl.book.pages.findings); here, what they rest on
         parts.append(health_table(state))
     if state.coverage is not None:
         parts.append(coverage_text(state.coverage, known))
@@ -210,7 +211,7 @@ def _public_compared(compared: pd.DataFrame, known: dict[str, str] | None) -> pd
 
 
 def claims_text(state: ChapterState) -> str:
-    """The chapter's verdicts, per table, from its claims file (:mod:`sentcl.book.claims`): counts of
+    """The chapter's verdicts, per table, from its claims file (:mod:`sentcl.book.output.claims`): counts of
     verdicts, never of signs."""
     frame = state.claims
     if frame.empty:
@@ -229,7 +230,7 @@ def claims_text(state: ChapterState) -> str:
 
 def coverage_text(frame: pd.DataFrame, known: dict[str, str] | None = None) -> str:
     """"What a paper-profile run fills on this data root": each row of the paper's tables, runs / needs absent
-    data (the files, from where) / cited (:mod:`sentcl.book.coverage`), under its counts."""
+    data (the files, from where) / cited (:mod:`sentcl.book.estimates.coverage`), under its counts."""
     counts = ", ".join(f"{int((frame['coverage'] == c).sum())} {c}" for c in COVERAGE)
     rows = [[md(r.table), md(r.row), md(r.coverage), md(public_text(r.detail, known))] for r in frame.itertuples()]
     return (f"**What a paper-profile run fills on this run's data root**, row by row of the paper's tables "
@@ -392,7 +393,7 @@ def _run_label(state: ChapterState) -> str:
 def datasets(states: list[ChapterState], root: Path | None = None) -> str:
     """The datasets appendix: the registry, and what this build read. A data root is named,
     never shown by its local path (:func:`data_root_label`)."""
-    from ..data import registry
+    from ...data import registry
 
     roots = sorted({r for s in states for r in s.data_roots()})
     labels = {r: data_root_label(r, root) for r in roots}

@@ -11,7 +11,7 @@ install cell) takes them as they are: the profile is read and checked once, here
 
 The notebook also needs a ``# Title`` markdown cell (after the parameters cell): the book
 uses it as the page title, and a page without one fails the build. The cell after the
-title installs sentcl where it is missing (Colab; :mod:`sentcl.book.install`), the one after
+title installs sentcl where it is missing (Colab; :mod:`sentcl.book.build.install`), the one after
 it resolves the profile; ``tests/chapters/test_notebooks.py`` checks this layout for every
 chapter.
 
@@ -23,7 +23,7 @@ inside a cell (training steps, long encodings: :func:`sentcl.progress.progress_b
 its own bars on this command's terminal, not in the saved notebook, because the kernels
 run with ``$SENTCL_PROGRESS=terminal``. A failed notebook is reported with its failing
 cell while the others still run; each writes a run record; a summary of wall times
-follows; then the book is built from the output folder (:mod:`sentcl.book.site`). The
+follows; then the book is built from the output folder (:mod:`sentcl.book.build.site`). The
 exit status is 1 when a notebook or the book failed.
 
 Output folder (``--out``, default ``runs/<profile>``): ``notebooks/`` (executed
@@ -43,20 +43,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, SentclError
-from ..io import read_json, release, report_damaged
-from ..paths import project_root
-from ..precision import describe_machine
-from ..progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
+from ...errors import ConfigError, SentclError
+from ...io import read_json, release, report_damaged
+from ...paths import project_root
+from ...precision import describe_machine
+from ...progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
+from ..chapter_spec import all_chapters
+from ..markdown import duration
+from ..notebook.chapter_run import OUTPUT_CLAIMED_ENV, claim_output
+from ..output.layout import Layout
+from ..output.records import RunRecord, environment, write_run_record
+from ..output.results import RUN_ID_ENV, new_run_id
+from ..parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, resolution, unknown_parameter
+from ..profiles import NAMES, DataChoice, resolve_data
 from . import site
-from .chapter import OUTPUT_CLAIMED_ENV, DataChoice, claim_output, resolve_data
-from .chapter_spec import all_chapters
-from .layout import Layout
-from .markdown import duration
-from .parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, resolution, unknown_parameter
-from .profiles import NAMES
-from .records import RunRecord, environment, write_run_record
-from .results import RUN_ID_ENV, new_run_id
 
 
 @dataclass
@@ -335,7 +335,7 @@ def check_executor(args: argparse.Namespace) -> None:
 
 def prebuild(args: argparse.Namespace, plans: list[Plan], out: Path) -> dict[str, list[str]]:
     """``--executor ray``: build every planned stage of the chapters that build theirs alone as tasks on a Ray cluster
-    (:mod:`sentcl.book.executor`). Returns the chapters whose stages failed, one line per failed stage (their
+    (:mod:`sentcl.book.build.executor`). Returns the chapters whose stages failed, one line per failed stage (their
     notebooks are not run)."""
     from .executor import build_with_ray, jobs, task_environment
 

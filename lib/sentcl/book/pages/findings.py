@@ -1,7 +1,7 @@
 """Findings first: what a chapter's claims say, as the first thing its page shows.
 
 A reader opens a chapter to learn what was found. :func:`findings_section` turns the chapter's claims
-file (:mod:`sentcl.book.claims`) into the fragment each chapter page includes right under its title
+file (:mod:`sentcl.book.output.claims`) into the fragment each chapter page includes right under its title
 (``book/_generated/<chapter>/findings.md``):
 
 - the build's state of the chapter (:func:`chapter_status`: complete, failed, interrupted, not run);
@@ -28,8 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import claims
-from .markdown import md, md_table, raw_html
+from ..markdown import md, md_table, raw_html
+from ..output import claims
 
 STATUSES = ("complete", "failed", "interrupted", "not run")
 """A chapter's state in a build: its notebook finished (complete), raised (failed), stopped with no record of
@@ -39,7 +39,7 @@ INTERRUPTS = ("KeyboardInterrupt", "SystemExit", "DeadKernelError", "CellTimeout
 """Errors of a notebook run that mean it was stopped from outside, not that the chapter's code failed."""
 
 ROW_REASONS = ("not run", "rests on", "has no")
-"""How :mod:`sentcl.book.claims` starts a reason about one row, after the row's name."""
+"""How :mod:`sentcl.book.output.claims` starts a reason about one row, after the row's name."""
 
 FINDINGS_CLASS = "sentcl-findings"
 """The findings table's box (the stylesheet, and the browser test that finds it on the first screen)."""
@@ -49,7 +49,7 @@ COLUMNS = ["claim", "paper's gap", "ours [95 % interval]", "verdict [adjusted in
 
 
 def chapter_status(state: Any) -> str:
-    """One of :data:`STATUSES` for a :class:`sentcl.book.pages.ChapterState`: its last notebook run record
+    """One of :data:`STATUSES` for a :class:`sentcl.book.pages.generated.ChapterState`: its last notebook run record
     decides (ok: complete; an interrupt: interrupted; any other error: failed); without a record, an executed
     notebook or results in the output folder mean a run that started and never wrote its end: interrupted."""
     record = state.record
@@ -164,7 +164,7 @@ def trained_models(state: Any) -> set[str]:
 
 def power_note(state: Any, budget_minutes: float = CHAPTER_BUDGET_MINUTES) -> str | None:
     """One sentence (issue 33, "spend the spare budget on power"): whether the central claim's design sees the
-    paper's gap; if not, how many seeds per trained row would (:func:`sentcl.book.claims.seeds_for_gap`) and what
+    paper's gap; if not, how many seeds per trained row would (:func:`sentcl.book.output.claims.seeds_for_gap`) and what
     they cost at this run's measured minutes per trained model (the chapter's wall time over its trained models),
     against the chapter's budget; or that no number of seeds can, the test items' noise alone hiding the gap.
     None without a central claim that has a paper gap and a detectable gap."""

@@ -3,7 +3,7 @@
 A reproduction, a miniature one above all, may miss a paper's numbers and still confirm or refute what
 the paper concludes from them: that one method beats another. A difference is a finding only when it
 stands out from the noise of both the training seeds and the test items, so every claim is tested on
-the rows' evidence (:mod:`sentcl.book.evidence`: per-item scores per seed, training health):
+the rows' evidence (:mod:`sentcl.book.output.evidence`: per-item scores per seed, training health):
 
 - ``delta`` = left − right (mean over seeds, all test items), in the table's units; for a paper's
   ordering, left is the row the paper puts above, and ``paper_gap`` = ``paper_left`` − ``paper_right``;
@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
-from ..evaluation.significance import (
+from ...errors import ConfigError
+from ...evaluation.significance import (
     ALPHA_CLAIMS,
     BOOTSTRAP_RESAMPLES,
     Difference,
@@ -55,7 +55,7 @@ from ..evaluation.significance import (
     holm_levels,
     item_resamples,
 )
-from ..io import atomic_write_text
+from ...io import atomic_write_text
 from .evidence import Evidence
 from .layout import Layout
 
@@ -208,7 +208,7 @@ def _shared(claim: Claim, *rows) -> str:
 
 
 def mark_headlines(frame: pd.DataFrame, headlines: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
-    """Mark a chapter's headline claims, the ones the introduction's answer reads (:mod:`sentcl.book.answer`):
+    """Mark a chapter's headline claims, the ones the introduction's answer reads (:mod:`sentcl.book.pages.answer`):
     ``headlines`` maps a kind ("baseline": the method against its paper's baseline; "untouched": against the
     untouched encoder) to (the method's row, the other row); the first claim between those two rows, in either
     order, gets ``headline`` = the kind and ``headline_row`` = the method's row. A pair no claim compares is an
@@ -273,7 +273,7 @@ def read_claims(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame:
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
     missing = set(CLAIM_COLUMNS) - set(frame.columns)
     if missing:
-        from ..errors import DataFormatError
+        from ...errors import DataFormatError
 
         raise DataFormatError(path, 1, f"the claims columns {', '.join(CLAIM_COLUMNS)}", f"missing {sorted(missing)}")
     return frame

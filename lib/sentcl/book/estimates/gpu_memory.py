@@ -26,10 +26,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..errors import ConfigError
-from ..paths import benchmark_result
-from .chapter_spec import Chapter, resolve
-from .parameters import shipped_parameters
+from ...errors import ConfigError
+from ...paths import benchmark_result
+from ..chapter_spec import Chapter, resolve
+from ..parameters import shipped_parameters
 
 T4_GIB = 15.0
 """A T4's memory: 15,360 MiB."""
@@ -215,8 +215,8 @@ def gpu_summary(chapter: Chapter | str, precision: str, device: str | None = Non
     estimates, :func:`half_precision_gib`)."""
     import torch
 
-    from ..errors import ConfigError
-    from ..precision import resolve_precision
+    from ...errors import ConfigError
+    from ...precision import resolve_precision
 
     if device is None and torch.cuda.is_available():
         device = "cuda:0"

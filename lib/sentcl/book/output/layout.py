@@ -3,18 +3,18 @@
 ``sentcl reproduce`` and each chapter notebook write under ``<out>`` (``runs/<profile>`` by default); the pages and
 the book read from it. Every module that writes or reads a file there asks :class:`Layout` for its path::
 
-    <out>/results/<chapter>.csv          the chapter's cells (paper | ours), sentcl.book.results
-    <out>/claims/<chapter>.csv           its claims with intervals and verdicts, sentcl.book.claims
-    <out>/evidence/<chapter>/            per-item scores of every row, sentcl.book.evidence
-    <out>/coverage/<chapter>.csv         what the paper profile fills on the data root, sentcl.book.coverage
-    <out>/geometry/<chapter>.csv         alignment, uniformity, anisotropy per model, sentcl.book.geometry
-    <out>/figures/<chapter>/             its figures (PNG and caption), sentcl.book.report
-    <out>/data_used/<chapter>.json       the datasets it loaded, sentcl.book.chapter
-    <out>/records/                       run records (notebooks, trainings), sentcl.book.records
+    <out>/results/<chapter>.csv          the chapter's cells (paper | ours), sentcl.book.output.results
+    <out>/claims/<chapter>.csv           its claims with intervals and verdicts, sentcl.book.output.claims
+    <out>/evidence/<chapter>/            per-item scores of every row, sentcl.book.output.evidence
+    <out>/coverage/<chapter>.csv         what the paper profile fills on the data root, sentcl.book.estimates.coverage
+    <out>/geometry/<chapter>.csv         alignment, uniformity, anisotropy per model, sentcl.book.output.geometry
+    <out>/figures/<chapter>/             its figures (PNG and caption), sentcl.book.pages.report
+    <out>/data_used/<chapter>.json       the datasets it loaded, sentcl.book.notebook.chapter_run
+    <out>/records/                       run records (notebooks, trainings), sentcl.book.output.records
     <out>/records/precision/             what ran in which precision, per kernel
-    <out>/notebooks/<chapter>.ipynb      the executed notebook, sentcl.book.runner
+    <out>/notebooks/<chapter>.ipynb      the executed notebook, sentcl.book.build.runner
     <out>/<chapter>/                     files of the chapter's own (RCL's per-seed scores, BSC's models a row starts from)
-    <out>/book_source/                   the staged book sources, sentcl.book.site
+    <out>/book_source/                   the staged book sources, sentcl.book.build.site
     <out>/.sentcl.lock[-<chapter>]       the claim of a process on the folder (or one chapter's files)
 """
 

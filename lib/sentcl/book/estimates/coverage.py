@@ -8,7 +8,7 @@ own :attr:`~sentcl.book.chapter_spec.Chapter.needs` (in ``sentcl/chapters/<chapt
 row of the paper's tables is one it cites. The answer is read from the data root's files and the registry
 (:mod:`sentcl.data.registry`), before anything trains, so a GPU user knows what a run will and will not
 fill; each chapter writes it to ``<out>/coverage/<chapter>.csv``
-(:meth:`sentcl.book.chapter.ChapterRun.write_coverage`) and its page shows it.
+(:meth:`sentcl.book.notebook.chapter_run.ChapterRun.write_coverage`) and its page shows it.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ConfigError
-from .chapter_spec import Chapter, all_chapters, resolve
-from .layout import Layout
-from .results import _read_csv, paper_values
+from ...errors import ConfigError
+from ..chapter_spec import Chapter, all_chapters, resolve
+from ..output.layout import Layout
+from ..output.results import _read_csv, paper_values
 
 Needs = Mapping[str | tuple[str, str], Sequence[str]]
 """A row (or a ``(table, row)``, for a row whose data differ between tables) -> the ``"dataset/split"`` names it
@@ -34,7 +34,7 @@ COVERAGE_COLUMNS = ("table", "row", "coverage", "detail")
 
 def missing_files(name: str, data_root: str | os.PathLike) -> list[str]:
     """The files of the registered ``"dataset/split"`` that ``data_root`` lacks (empty: it has them all)."""
-    from ..data.registry import info
+    from ...data.registry import info
 
     dataset, _, split = name.partition("/")
     entry = info(dataset)
@@ -58,7 +58,7 @@ def paper_coverage(chapter: str, needs: Needs, data_root: str | os.PathLike) -> 
     row is in ``needs`` (:data:`Needs`; a ``(table, row)`` key wins over the row's) and every file of them
     is in ``data_root``; ``needs absent data`` with the missing files and each dataset's source otherwise;
     ``cited`` for a row the chapter does not compute (the paper's value is shown, labelled)."""
-    from ..data.registry import info
+    from ...data.registry import info
 
     values = paper_values(chapter)
     known = set(values["row"]) | set(zip(values["table"], values["row"], strict=True))
@@ -89,8 +89,8 @@ def paper_coverage(chapter: str, needs: Needs, data_root: str | os.PathLike) -> 
 
 def write_coverage(out_dir: str | os.PathLike, chapter: Chapter | str, data_root: str | os.PathLike) -> pd.DataFrame:
     """What ``chapter``'s paper profile fills on ``data_root`` (:func:`paper_coverage` of :func:`chapter_needs`),
-    written atomically to :meth:`sentcl.book.layout.Layout.coverage`; returns it."""
-    from ..io import atomic_write_text
+    written atomically to :meth:`sentcl.book.output.layout.Layout.coverage`; returns it."""
+    from ...io import atomic_write_text
 
     spec = resolve(chapter)
     frame = paper_coverage(spec.name, chapter_needs(spec), data_root)
@@ -109,7 +109,7 @@ def read_coverage(out_dir: str | os.PathLike, chapter: str) -> pd.DataFrame | No
 
 def scored_sets(tasks: Sequence[str]) -> list[str]:
     """The ``"dataset/split"`` each evaluation task is computed on (:mod:`sentcl.evaluation.tasks`)."""
-    from ..evaluation.tasks import task
+    from ...evaluation.tasks import task
 
     return [f"{task(name).dataset}/{task(name).split}" for name in tasks]
 
@@ -117,7 +117,7 @@ def scored_sets(tasks: Sequence[str]) -> list[str]:
 def chapter_needs(chapter: Chapter | str) -> Needs:
     """The :data:`Needs` of ``chapter``'s paper profile, read from its parameters (the notebook's defaults) by its
     :attr:`~sentcl.book.chapter_spec.Chapter.needs`."""
-    from .parameters import shipped_parameters
+    from ..parameters import shipped_parameters
 
     spec = resolve(chapter)
     if spec.needs is None:

@@ -43,11 +43,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import ConfigError, DataFormatError, DataMissingError
-from ..io import atomic_write_text, file_lock
-from ..paths import resource
+from ...errors import ConfigError, DataFormatError, DataMissingError
+from ...io import atomic_write_text, file_lock
+from ...paths import resource
+from ..profiles import NAMES, policy
 from .layout import Layout
-from .profiles import NAMES, policy
 
 KINDS = ("reproduced", "sample-data")  # kinds of result rows; "cited" is what the report calls a paper cell without one
 PAPER_COLUMNS = ("table", "row", "column", "value", "scale", "source")

@@ -1,6 +1,6 @@
 """Building the chapters' planned stages before their notebooks run, as tasks on a Ray cluster.
 
-``sentcl reproduce --executor ray`` submits every stage of each chosen chapter's plan (:mod:`sentcl.book.plan`)
+``sentcl reproduce --executor ray`` submits every stage of each chosen chapter's plan (:mod:`sentcl.book.estimates.plan`)
 whose chapter can build one alone (:attr:`~sentcl.book.chapter_spec.Chapter.build`) as one Ray task that builds
 it into the shared artifact cache (``$SENTCL_CACHE``, a folder every node sees), after the tasks of the stages it
 reads. When every stage is built the notebooks run as with the default executor and train nothing: they find
@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..paths import CACHE_ENV, cache_root
-from .chapter import BUILT_BY_ENV, OUTPUT_CLAIMED_ENV
-from .chapter_spec import resolve
-from .plan import Plan
-from .results import RUN_ID_ENV, new_run_id
+from ...errors import ConfigError
+from ...paths import CACHE_ENV, cache_root
+from ..chapter_spec import resolve
+from ..estimates.plan import Plan
+from ..notebook.chapter_run import BUILT_BY_ENV, OUTPUT_CLAIMED_ENV
+from ..output.results import RUN_ID_ENV, new_run_id
 
 RETRIES = 3
 """How many times Ray runs a stage again whose worker died (a stage that raises is not run again)."""
@@ -52,7 +52,7 @@ LOCAL_OBJECT_STORE = 200 * 2**20
 @dataclass
 class Job:
     """One chapter's stages to build: its plan of the run's parameters (the stages a task can build alone,
-    :meth:`~sentcl.book.plan.Plan.alone`; its notebook builds the others), and the run id its tasks' records carry."""
+    :meth:`~sentcl.book.estimates.plan.Plan.alone`; its notebook builds the others), and the run id its tasks' records carry."""
 
     chapter: str
     parameters: dict[str, Any]
@@ -87,13 +87,14 @@ def jobs(parameters: Mapping[str, Mapping[str, Any]]) -> list[Job]:
 def build_stage(chapter: str, parameters: Mapping[str, Any], name: str, threads: int | None = None,
                 run_id: str | None = None) -> dict[str, Any]:
     """Build the planned stage ``name`` of ``chapter`` with ``parameters`` (its run's, ``profile``, ``data_dir`` and
-    ``out_dir`` among them) in this process: a :class:`~sentcl.book.chapter.ChapterRun` of the chapter (its records
+    ``out_dir`` among them) in this process: a :class:`~sentcl.book.notebook.chapter_run.ChapterRun` of the chapter (its records
     under ``run_id``; None: this process's) and the chapter's builder. Returns the stage, the node and the device
     that built it."""
     import torch
 
-    from .chapter import ChapterRun, SampleDataWarning
-    from .records import environment
+    from ..notebook.chapter_run import ChapterRun
+    from ..output.records import environment
+    from ..profiles import SampleDataWarning
 
     if threads:
         torch.set_num_threads(threads)
@@ -162,7 +163,7 @@ def _task(chapter: str, parameters: Mapping[str, Any], name: str, threads: int |
 
 
 def _run(ray: Any, task: Any, work: Sequence[Job], threads: int | None, show_progress: bool) -> Built:
-    from ..progress import progress_bar
+    from ...progress import progress_bar
 
     built = Built()
     refs: dict[Any, tuple[Job, str]] = {}

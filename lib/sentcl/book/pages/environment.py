@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from .chapter_spec import all_chapters
-from .markdown import WIDE_PAGE, duration, md, md_table
-from .public import public_text
-from .records import RunRecord
+from ..chapter_spec import all_chapters
+from ..markdown import WIDE_PAGE, duration, md, md_table
+from ..output.records import RunRecord
+from ..public import public_text
 
 
 def environment_page(records: list[RunRecord], known: dict[str, str] | None = None) -> str:

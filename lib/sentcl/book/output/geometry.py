@@ -1,6 +1,6 @@
 """The geometry files: where every model of every chapter lies on the hypersphere, and how it got there.
 
-``<out>/geometry/<chapter>.csv``, written by :meth:`sentcl.book.chapter.ChapterRun.record_geometry`,
+``<out>/geometry/<chapter>.csv``, written by :meth:`sentcl.book.notebook.chapter_run.ChapterRun.record_geometry`,
 one row per measured point (columns :data:`GEOMETRY_COLUMNS`)::
 
     chapter,model,point,step,seed,alignment,uniformity,anisotropy,top_variance_share,largest_dimension,dimension,encoder,untouched,profile,kind,data,run_id,note
@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, DataFormatError
-from ..io import atomic_write_text, file_lock
+from ...errors import ConfigError, DataFormatError
+from ...io import atomic_write_text, file_lock
+from ..profiles import NAMES
 from .layout import Layout
-from .profiles import NAMES
 from .results import KINDS, _number, _read_csv, current_run_id
 
 GEOMETRY_COLUMNS = (

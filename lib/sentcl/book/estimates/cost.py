@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
-from .chapter_spec import Chapter, all_chapters, resolve
+from ...errors import ConfigError
+from ..chapter_spec import Chapter, all_chapters, resolve
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def checkpoints_per_run(steps: int, step_s: float, checkpoint_steps: int | None 
 def measured_checkpoint_write() -> dict[str, Any]:
     """``benchmarks/results/checkpoint_write_cpu.json``: a bert-base checkpoint's bytes and write seconds
     (``bytes_per_s``, the rate :func:`projection` writes checkpoints at; ``machine``)."""
-    from ..paths import benchmark_result
+    from ...paths import benchmark_result
 
     return json.loads(benchmark_result("checkpoint_write_cpu.json").read_text(encoding="utf-8"))
 
@@ -88,7 +88,7 @@ def run_steps(rows: int, batch_size: int, epochs: int, max_steps: int = 0) -> in
 
 def registry_count(name: str) -> int:
     """The registry's count of rows of ``name`` ("dataset/split"); an error where it records none."""
-    from ..data import info
+    from ...data import info
 
     dataset, split = name.split("/")
     found = info(dataset).splits[split].count
@@ -100,7 +100,7 @@ def registry_count(name: str) -> int:
 def scored_sentences(tasks: Sequence[str], max_pairs: int) -> int:
     """The sentences one model encodes to score ``tasks`` (both sides of each test pair, at most ``max_pairs``
     pairs a task; 0: all), counted from the registry."""
-    from ..evaluation.tasks import task
+    from ...evaluation.tasks import task
 
     counts = [registry_count(f"{task(t).dataset}/{task(t).split}") for t in tasks]
     return 2 * sum(min(n, max_pairs or n) for n in counts)
@@ -109,9 +109,9 @@ def scored_sentences(tasks: Sequence[str], max_pairs: int) -> int:
 def chapter_stages(chapter: Chapter | str, profile: str = "paper") -> list[Stage]:
     """Every training and encoding ``chapter``'s notebook runs in ``profile``: the chapter's plan
     (:attr:`~sentcl.book.chapter_spec.Chapter.plan`) of that profile's parameters as shipped, summed by what each
-    stage is (:meth:`sentcl.book.plan.Plan.counted`); a ConfigError
+    stage is (:meth:`sentcl.book.estimates.plan.Plan.counted`); a ConfigError
     naming the chapters that count theirs for a chapter that does not."""
-    from .parameters import shipped_parameters
+    from ..parameters import shipped_parameters
 
     spec = resolve(chapter)
     if spec.plan is None:

@@ -3,7 +3,7 @@ install cell, and the wheel the book build puts beside its pages.
 
 **One setting.** The project's address is ``[project.urls] Repository`` in ``pyproject.toml``
 (:func:`project_urls`). Everything else derives from it: the book's Colab buttons (written into
-the staged ``_config.yml`` by :mod:`sentcl.book.site`), the default source in every notebook's
+the staged ``_config.yml`` by :mod:`sentcl.book.build.site`), the default source in every notebook's
 install cell and the README's install command (both rewritten by :func:`set_repository`, which
 ``scripts/set_repository.py URL`` calls; ``tests/book/test_install.py`` checks that they agree).
 While it is the placeholder :data:`PLACEHOLDER`, the book is built without Colab buttons (they
@@ -46,7 +46,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, SentclError
+from ...errors import ConfigError, SentclError
 
 PLACEHOLDER = "https://github.com/OWNER/sentcl"
 """The repository address of a checkout that has not been published yet."""
@@ -84,7 +84,7 @@ if importlib.util.find_spec("sentcl") is None:
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", f"sentcl @ {{SENTCL_SOURCE}}"])
     if pip.returncode != 0:
         raise SystemExit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: pip exited with status {{pip.returncode}} (its messages are above)")
-    deps = subprocess.run([sys.executable, "-m", "sentcl.book.install", {extras}])  # the lock's versions
+    deps = subprocess.run([sys.executable, "-m", "sentcl.book.build.install", {extras}])  # the lock's versions
     if deps.returncode != 0:
         raise SystemExit("sentcl's dependencies could not be installed (the line above says why)")"""
 
@@ -131,7 +131,7 @@ def source_tree(root: Path | None = None) -> Path:
     """The checkout a wheel is built from and whose ``pyproject.toml`` holds the setting: ``root``
     when it has one, else the checkout the running sentcl is imported from (an editable install)."""
     candidates = [root] if root is not None else []
-    candidates.append(Path(__file__).resolve().parents[3])  # lib/sentcl/book/install.py -> the checkout
+    candidates.append(Path(__file__).resolve().parents[4])  # lib/sentcl/book/build/install.py -> the checkout
     for tree in candidates:
         if (tree / "pyproject.toml").is_file() and (tree / "lib" / "sentcl").is_dir():
             return tree
@@ -358,7 +358,7 @@ def install_section(tree: Path, page_to_root: str = "..") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sentcl.book.install EXTRAS``: :func:`install_dependencies` (the install cell runs it
+    """``python -m sentcl.book.build.install EXTRAS``: :func:`install_dependencies` (the install cell runs it
     once sentcl itself is installed); a failure is one line on stderr and status 1."""
     args = sys.argv[1:] if argv is None else argv
     try:
