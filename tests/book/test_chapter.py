@@ -147,3 +147,23 @@ def test_load_tasks_reads_through_the_run_and_describes_the_evaluation(run):
     assert [d["name"] for d in json.loads(used.read_text())["datasets"]] == ["sts12", "stsbenchmark"]
     run.record("MNRLSBERT", {"STS12": 1.0}, seeds=[0])
     assert set(run.results()["data"]) == {f"{run.data.describe()}; STS pairs scored: STS12 5, STSb 5 (at most 5 per task, seed 1)"}
+
+
+def test_a_run_quiets_what_the_notebook_should_not_show(tmp_path, monkeypatch):
+    """Constructing a run is what each notebook's imports cell did by hand: tqdm's "no ipywidgets" warning ignored,
+    transformers' per-model loading bar off (:func:`sentcl.book.notebook.chapter_run.quiet_progress`)."""
+    from tqdm import TqdmWarning
+    from transformers.utils import logging as transformers_logging
+
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path / "cache"))
+    before = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.enable_progress_bar()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ChapterRun("mnrl_sbert", profile="smoke", data_dir=None, out_dir=tmp_path / "out")
+            warnings.warn("IProgress not found", TqdmWarning, stacklevel=1)
+        assert not transformers_logging.is_progress_bar_enabled()
+        assert not [w for w in caught if issubclass(w.category, TqdmWarning)]
+    finally:
+        (transformers_logging.enable_progress_bar if before else transformers_logging.disable_progress_bar)()

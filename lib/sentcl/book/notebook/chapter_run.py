@@ -71,6 +71,17 @@ def claim_output(out: Path, chapter: str | None = None, *, for_process: bool = F
     return claim(lock, what, holder, for_process=for_process)
 
 
+def quiet_progress() -> None:
+    """The progress a chapter's run shows, and nothing else: text bars without tqdm's warning that ipywidgets is
+    missing (a notebook run by papermill, or on a plain Jupyter), and no transformers "Loading weights" bar per
+    model loaded (sentcl's own bars, :mod:`sentcl.progress`, say what runs)."""
+    from tqdm import TqdmWarning
+    from transformers.utils import logging as transformers_logging
+
+    warnings.filterwarnings("ignore", category=TqdmWarning)
+    transformers_logging.disable_progress_bar()
+
+
 class ChapterRun:
     """One run of a chapter notebook: where it reads data and writes results and figures."""
 
@@ -90,6 +101,7 @@ class ChapterRun:
         ``parameters``: the notebook's resolved parameters, from which the chapter's plan of runs is computed
         (:attr:`plan`; None: no plan, :meth:`train` takes any stage name)."""
         spec = resolve(chapter)  # an unknown chapter: a ConfigError naming the chapters
+        quiet_progress()
         self.chapter = spec.name
         self.parameters: dict[str, Any] = dict(parameters or {})
         self.plan: Plan | None = spec.plan(self.parameters) if parameters is not None and spec.plan is not None else None
