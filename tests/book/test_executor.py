@@ -139,6 +139,7 @@ def test_the_ray_executor_gives_the_in_process_numbers_also_after_a_killed_worke
     assert "stages" in log and all(chapter in log for chapter in CHAPTERS)  # their progress bars
 
 
+@pytest.mark.slow  # ~30 s: a Ray cluster building a chapter's stages (make check stays within its 2 minutes)
 def test_a_stage_that_raises_is_one_line_and_the_others_are_built(tmp_path):
     out = tmp_path / "out"
     proc = reproduce(out, "-p", "softmax_batch_sampler", "no-such-sampler", only=["mnrl_sbert"])  # its softmax rows' stages raise
