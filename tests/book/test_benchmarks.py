@@ -153,3 +153,19 @@ def test_the_caption_groups_the_papers_claim_by_verdict_across_budgets(recorded)
     recorded(CHAPTERS["mnrl_sbert"].measurement.record, {**ROWS, "runs": runs})
     _, caption = benchmarks.measurement_frame("mnrl_sbert")
     assert caption.endswith('"MNRLSBERT above SBERT": undetermined at 1,000 and 2,000; holds at 3,000 rows per seed.')
+
+
+def test_a_record_is_read_once_one_way_none_when_absent_and_its_line_when_broken(tmp_path, monkeypatch):
+    """:func:`recorded` is every shipped record's one reader (paper_cost, the measurement, the GPU memory)."""
+    from sentcl.book.estimates.gpu_memory import benchmark_record
+    from sentcl.errors import ConfigError
+
+    monkeypatch.setattr(benchmarks, "benchmark_result", lambda name: tmp_path / name)
+    (tmp_path / "ok.json").write_text('{"a": 1}')
+    (tmp_path / "broken.json").write_text('{\n"a": 1,\n}')
+    assert benchmarks.recorded("ok.json") == {"a": 1} == benchmark_record("ok.json")
+    assert benchmarks.recorded("absent.json") is None
+    with pytest.raises(ConfigError, match=r"absent\.json: no such benchmark record"):
+        benchmark_record("absent.json")
+    with pytest.raises(DataFormatError, match=r"broken\.json:3: expected a benchmark result"):
+        benchmarks.recorded("broken.json")

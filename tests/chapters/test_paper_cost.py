@@ -40,7 +40,7 @@ def test_the_hours_shown_are_the_projections_of_the_paper_plan():
 
 @pytest.mark.parametrize("name", [n for n in CHAPTERS if n != "geometry"])  # geometry's is a count, from no record
 def test_without_its_record_a_chapter_says_not_measured(name, monkeypatch, tmp_path):
-    monkeypatch.setattr("sentcl.paths.benchmark_result", lambda file: Path(tmp_path) / file)
+    monkeypatch.setattr("sentcl.book.estimates.benchmarks.benchmark_result", lambda file: Path(tmp_path) / file)
     parts = module(name).paper_cost()
     texts = " ".join(p for p in parts if isinstance(p, str)).lower()
     assert "not measured" in texts or "no cost estimate" in texts, parts

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pandas as pd
 
 from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
+from ..book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell, recorded
 from ..book.estimates.cost import registry_count, run_steps
 from ..book.estimates.coverage import scored_sets
 from ..book.estimates.gpu_memory import MemoryRow, benchmark_record
@@ -331,14 +331,12 @@ def paper_cost() -> list[str | pd.DataFrame]:
     """What the chapter's cost cell shows (with :func:`sentcl.book.notebook.show`): the two measured records, each
     its summary and table: the shuffling's CPU cost (``benchmarks/results/bsc_shuffling_cpu.json``) and the paper
     profile's GPU hours (:data:`MEMORY_RECORD`); "not measured" for a record this sentcl lacks."""
-    from ..paths import benchmark_result
-
     parts: list[str | pd.DataFrame] = []
     for label, file in (("shuffling", "bsc_shuffling_cpu.json"), ("GPU", MEMORY_RECORD)):
-        if not benchmark_result(file).is_file():
+        found = recorded(file)
+        if found is None:
             parts.append(f"**{label}:** not measured (this sentcl has no `benchmarks/results/{file}`).")
             continue
-        found = benchmark_record(file)
         parts.append(f"**{label}** (`{file}`, {found['machine']['device']}): " + found.get("summary", ""))
         if found.get("table"):
             parts.append(pd.DataFrame(found["table"]))

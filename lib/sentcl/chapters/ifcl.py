@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import Measurement
+from ..book.estimates.benchmarks import Measurement, recorded
 from ..book.estimates.cost import (
     BERT_BASE_PARAMETERS,
     BERT_LARGE_PARAMETERS,
@@ -233,12 +233,10 @@ def paper_cost() -> list[str | pd.DataFrame]:
     """The paper profile's GPU hours, for the chapter's cost cell (shown with :func:`sentcl.book.notebook.show`): the
     record :data:`MEMORY_RECORD`'s measured models, then :func:`ifcl_paper_projection` stage by stage and in all;
     "not measured" where this sentcl has no record."""
-    from ..paths import benchmark_result
-
-    if not benchmark_result(MEMORY_RECORD).is_file():
+    cost = recorded(MEMORY_RECORD)
+    if cost is None:
         return [f"GPU cost: **not measured**: this sentcl has no `benchmarks/results/{MEMORY_RECORD}` "
                 "(run `benchmarks/ifcl_gpu.py` on a GPU)."]
-    cost = benchmark_record(MEMORY_RECORD)
     projected = ifcl_paper_projection(cost)  # every run of the paper profile, counted from its parameters
     parts = ", ".join(f"{part} {hours:.1f}" for part, hours in projected["parts"].items())
     unmeasured = f"; not measured: {', '.join(projected['not measured'])}" if projected["not measured"] else ""

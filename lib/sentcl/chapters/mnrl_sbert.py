@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell
+from ..book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell, recorded
 from ..book.estimates.cost import chapter_stages, run_steps, t4_checkpoints, t4_hours
 from ..book.estimates.coverage import scored_sets
-from ..book.estimates.gpu_memory import MemoryRow, benchmark_record, estimated
+from ..book.estimates.gpu_memory import MemoryRow, estimated
 from ..book.estimates.plan import Plan, PlannedStage, stage_name
 
 if TYPE_CHECKING:
@@ -108,11 +108,9 @@ def paper_cost() -> list[str | pd.DataFrame]:
     :func:`sentcl.book.notebook.show`): the record :data:`COST_RECORD`'s table and assumptions, then its FLOPs per
     step applied to the counts of the paper profile's plan as shipped (:func:`~sentcl.book.estimates.cost.t4_hours`,
     :func:`~sentcl.book.estimates.cost.t4_checkpoints`); "no cost estimate" where this sentcl has no record."""
-    from ..paths import benchmark_result
-
-    if not benchmark_result(COST_RECORD).is_file():
+    cost = recorded(COST_RECORD)
+    if cost is None:
         return [f"No cost estimate: this sentcl has no `benchmarks/results/{COST_RECORD}` (run `benchmarks/mnrl_sbert_cost.py`)."]
-    cost = benchmark_record(COST_RECORD)
     stages = chapter_stages(NAME)
     low, high = t4_hours(stages, cost)
     checkpoints = "–".join(dict.fromkeys(f"{n:,}" for n in t4_checkpoints(stages, cost)))

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..book.chapter_spec import Chapter
+from ..book.estimates.benchmarks import recorded
 from ..book.estimates.cost import BERT_BASE_PARAMETERS, measured_checkpoint_write, projection, run_steps, scored_sentences
 from ..book.estimates.coverage import scored_sets
 from ..book.estimates.gpu_memory import MemoryRow, benchmark_record
@@ -533,11 +534,9 @@ def paper_cost() -> list[str | pd.DataFrame]:
     """The paper profile's GPU hours, for the chapter's cost cell (shown with :func:`sentcl.book.notebook.show`):
     :func:`rcl_paper_projection` of the record :data:`MEMORY_RECORD`, stage by stage, then in all; "not measured" where
     this sentcl has no record."""
-    from ..paths import benchmark_result
-
-    if not benchmark_result(MEMORY_RECORD).is_file():
+    measured = recorded(MEMORY_RECORD)
+    if measured is None:
         return [f"Not measured: this sentcl has no `benchmarks/results/{MEMORY_RECORD}` (run `benchmarks/rcl_gpu.py` on a GPU)."]
-    measured = benchmark_record(MEMORY_RECORD)
     cost = rcl_paper_projection(measured)  # the counts of this sentcl's paper profile, the recorded step times
     parts = ", ".join(f"{part} {hours:.1f}" for part, hours in cost["parts"].items())
     return [pd.DataFrame(cost["table"]).set_index("stage"),

@@ -60,18 +60,22 @@ def health_columns(health: dict[str, dict]) -> dict[str, str]:
             "trained (active)": f"{sum(bool(h.get('active')) for h in health.values())} of {len(health)}"}
 
 
-def read_measurement(chapter: Chapter | str) -> dict[str, Any] | None:
-    """The chapter's recorded result (None when the chapter has none, or it was not recorded)."""
-    measurement = resolve(chapter).measurement
-    if measurement is None:
-        return None
-    path = benchmark_result(measurement.record)
+def recorded(name: str) -> dict[str, Any] | None:
+    """The benchmark record ``benchmarks/results/<name>`` shipped with sentcl, or None where this sentcl has none
+    (not measured); a DataFormatError naming the file and line where it is not JSON."""
+    path = benchmark_result(name)
     if not path.is_file():
         return None
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataFormatError(path, exc.lineno, "a benchmark result (JSON)", exc.msg) from None
+
+
+def read_measurement(chapter: Chapter | str) -> dict[str, Any] | None:
+    """The chapter's recorded result (None when the chapter has none, or it was not recorded)."""
+    measurement = resolve(chapter).measurement
+    return None if measurement is None else recorded(measurement.record)
 
 
 def measurement_frame(chapter: Chapter | str) -> tuple[pd.DataFrame | None, str]:

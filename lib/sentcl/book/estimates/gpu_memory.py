@@ -23,13 +23,13 @@ negatives (gradient caching, ``TrainingConfig.gradient_cache_chunk``, keeps them
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ...errors import ConfigError
 from ...paths import benchmark_result
 from ..chapter_spec import Chapter, resolve
 from ..parameters import shipped_parameters
+from .benchmarks import recorded
 
 T4_GIB = 15.0
 """A T4's memory: 15,360 MiB."""
@@ -184,12 +184,12 @@ def _calibration_largest_batch_peak(precision: str) -> float:
 
 
 def benchmark_record(name: str) -> dict:
-    """The GPU benchmark record ``benchmarks/results/<name>`` (shipped with sentcl) as a dict."""
-    path = benchmark_result(name)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: cannot read the benchmark record ({exc})") from None
+    """The GPU benchmark record ``benchmarks/results/<name>`` (shipped with sentcl) as a dict; a ConfigError where
+    this sentcl has none (:func:`~sentcl.book.estimates.benchmarks.recorded` reads it)."""
+    record = recorded(name)
+    if record is None:
+        raise ConfigError(f"{benchmark_result(name)}: no such benchmark record (run its script in benchmarks/)")
+    return record
 
 
 # --------------------------------------------------------------------------- in a notebook
