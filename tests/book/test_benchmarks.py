@@ -97,6 +97,9 @@ def test_the_training_rows_table_shows_each_budget_its_averages_intervals_and_he
     assert caption.endswith('The paper\'s claim "MNRLSBERT above SBERT": holds at 1,000 rows per seed.')
     page = benchmarks.chapter_section("mnrl_sbert")
     assert "+2.25 [+1.50, +3.00] holds" in page and page.count("\n|") >= 3
+    shown, turned = benchmarks.measurement("mnrl_sbert")  # the notebook's cell: caption, then the table turned
+    assert shown == caption and len(table.columns) > 8 and list(turned.columns) == list(table.index)
+    assert turned.loc["MNRLSBERT − SBERT", 1000] == "+2.25 [+1.50, +3.00] holds"
 
 
 def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorded):
@@ -108,6 +111,8 @@ def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorde
     ifcl = table.loc[("SNLI entailment twins", "IFCL")]
     assert ifcl["InfoNCE fraternal"] == "0.3 → 0.1" and ifcl["Twin"] == "0.19 → 0.099" and ifcl["trained (active)"] == "yes"
     assert "60 steps of 32" in caption
+    shown, same = benchmarks.measurement("ifcl")  # 6 columns: as it is
+    assert shown == caption and same.equals(table)
 
 
 def test_the_cqa_shuffle_table_shows_each_step_count_its_maps_intervals_and_health(recorded):
@@ -127,6 +132,7 @@ def test_a_chapter_without_a_record_says_not_measured_and_one_without_a_measurem
     table, why = benchmarks.measurement_frame("ifcl")
     assert table is None and "Not measured" in why and "benchmarks/ifcl_demo_setting.py" in why
     assert "Not measured" in benchmarks.chapter_section("ifcl")
+    assert benchmarks.measurement("ifcl") == [why]  # the notebook's cell says why, and shows no table
     assert benchmarks.chapter_section("rcl") == ""
     (tmp_path / CHAPTERS["mnrl_sbert"].measurement.record).write_text("{not json")
     with pytest.raises(DataFormatError, match=r"mnrl_sbert_rows_cpu\.json"):

@@ -65,6 +65,39 @@ def test_the_papers_own_encoder_needs_no_note(tmp_path):
         ChapterRun("mnrl_sbert", profile="smoke", data_dir=None, out_dir=tmp_path, models={"XLNet": "x"}, paper_models=PAPER)
 
 
+@pytest.mark.parametrize("chapter", ["mnrl_sbert", "bsc", "rcl", "ifcl", "geometry"])
+def test_a_run_given_its_parameters_takes_its_encoders_and_the_papers_from_the_chapter(chapter, tmp_path, monkeypatch):
+    """What the notebook's one-line ``ChapterRun(chapter, ..., parameters=globals())`` gives: the smoke profile's
+    encoders (the chapter module's ``encoders``), each family's paper encoder (its ``PAPER_MODELS``), and the stand-in
+    notes they make."""
+    from sentcl.book.parameters import shipped_parameters
+    from sentcl.chapters import CHAPTERS
+
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path / "cache"))
+    smoke = shipped_parameters(chapter, "smoke")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = ChapterRun(chapter, profile="smoke", data_dir=None, out_dir=tmp_path / "out", parameters=smoke)
+    assert run.models and set(run.models.values()) == {"tiny"}  # the smoke profile's stand-in, every family
+    assert run.paper_models == dict(CHAPTERS[chapter].paper_models) and set(run.models) <= set(run.paper_models)
+    family = next(iter(run.models))
+    assert run.stand_in(family) == f"tiny stands in for {run.paper_models[family]}"
+
+
+@pytest.mark.parametrize("chapter", ["mnrl_sbert", "bsc", "rcl", "ifcl", "geometry"])
+def test_the_papers_encoders_are_the_paper_profiles(chapter):
+    """A chapter's PAPER_MODELS is what its paper profile trains (RCL's names the checkpoint it assumes for the
+    paper's SRoBERTa-base): one cannot drift from the other."""
+    from sentcl.book.parameters import shipped_parameters
+    from sentcl.chapters import CHAPTERS
+
+    spec = CHAPTERS[chapter]
+    paper = spec.models(shipped_parameters(chapter))
+    assert set(paper) == set(spec.paper_models)
+    for family, model in paper.items():
+        assert model == spec.paper_models[family] or model.split("/")[-1] in spec.paper_models[family], family
+
+
 def test_every_row_carries_what_it_was_scored_on(run):
     sts12 = run.load("sts12")
     text = run.describe_evaluation({"STS12": sts12.take(range(10)), "STSb": run.load("stsbenchmark", "test")},

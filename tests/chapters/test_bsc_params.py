@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from sentcl.book import parameters
+from sentcl.book.notebook import ChapterRun
 from sentcl.book.output.results import paper_values
 from sentcl.book.profiles import PROFILES
 from sentcl.data.registry import info
@@ -211,19 +211,14 @@ def test_the_miniatures_report_the_mean_and_spread_over_several_seeds(profiles):
         assert len(set(values["seeds"])) == len(values["seeds"])
 
 
-def _setup_cell(values: dict) -> None:
-    """Run the notebook's setup cell (imports, then the parameter checks) on ``values``."""
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    [source] = [c.source for c in nb.cells if c.cell_type == "code" and "check_seed_summary" in c.source]
-    exec(compile(source, str(NOTEBOOK), "exec"), dict(values))
-
-
 @pytest.mark.parametrize(("change", "message"), [
     ({"seed_summary": "median"}, r"seed_summary = 'median': expected one of 'best on dev', 'mean'"),
     ({"seed_summary": "Mean"}, r"seed_summary = 'Mean'"),
     ({"seeds": []}, r"seeds = \[\]: expected at least one seed"),
     ({"select_on_dev": False}, r"'best on dev' with seeds \[0, 1, 2, 3, 4\] needs select_on_dev = True"),
 ])
-def test_a_bad_seed_summary_is_refused_before_any_work(profiles, change, message):
+def test_a_bad_seed_summary_is_refused_before_any_work(profiles, change, message, tmp_path):
+    """The notebook's run (the chapter's ``check``, called by ``ChapterRun``) refuses it before it writes anything."""
     with pytest.raises(ConfigError, match=message):
-        _setup_cell(profiles["paper"] | change)
+        ChapterRun("bsc", profile="paper", data_dir=None, out_dir=tmp_path / "out", parameters=profiles["paper"] | change)
+    assert not (tmp_path / "out").exists()

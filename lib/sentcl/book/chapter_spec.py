@@ -12,7 +12,7 @@ generic modules to the registry (imported when called, since the chapters import
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -52,6 +52,14 @@ class Chapter:
     """Builds one stage of the plan into the artifact cache as the notebook would, given a run of the chapter with its
     parameters (:class:`~sentcl.book.notebook.chapter_run.ChapterRun`): what ``sentcl reproduce --executor ray`` runs per stage
     (None: the chapter's stages are built by its notebook alone)."""
+    check: Callable[[Parameters], None] | None = None
+    """Refuses, before any work, a profile's parameters the chapter cannot run with (a ``ConfigError`` saying why);
+    called by every run of the chapter (:class:`~sentcl.book.notebook.chapter_run.ChapterRun`)."""
+    models: Callable[[Parameters], dict[str, str]] | None = None
+    """A profile's parameters -> model family (e.g. ``"BERT"``) -> the encoder its runs start from (None: no families)."""
+    paper_models: Mapping[str, str] = field(default_factory=dict)
+    """Model family -> the paper's encoder (a name or a description); where a run's differs, every row of that family
+    says which stands in for which."""
     one_budget: bool = False
     """Whether the chapter compares the methods under one budget (the introduction's answer reads its claims)."""
     one_budget_row: str | None = None

@@ -420,6 +420,23 @@ def _decided_by_steps(result: dict[str, Any]) -> str:
     return " " + " ".join(said) if said else ""
 
 
+def check_parameters(p: Mapping[str, Any]) -> None:
+    """Refuses, before any work, a seed summary the parameters ``p`` cannot compute
+    (:func:`sentcl.training.seeds.check_seed_summary`)."""
+    from ..training.seeds import check_seed_summary
+
+    check_seed_summary(p["seed_summary"], p["seeds"], p["select_on_dev"])
+
+
+def encoders(p: Mapping[str, Any]) -> dict[str, str]:
+    """Model family -> the encoder its runs start from, in a profile's parameters ``p`` (the notebook's run)."""
+    return {"BERT": p["base_model"]}
+
+
+PAPER_MODELS = {"BERT": "bert-base-uncased"}
+"""Model family -> the paper's encoder: SBERT on BERT-base uncased (§5.1)."""
+
+
 CHAPTER = Chapter(
     name=NAME,
     title="BSC: batch-softmax contrastive loss (Chernyavskiy et al. 2022)",
@@ -430,10 +447,13 @@ CHAPTER = Chapter(
                             _cqa_shuffle_caption),
     plan=plan,
     build=build,
+    check=check_parameters,
+    models=encoders,
+    paper_models=PAPER_MODELS,
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "COLUMNS", "MAIN", "TABLES", "TASKS_OF", "ZERO_SHOT", "TaskData", "TaskSize", "build",
-           "cqa_shuffle_frame", "data_absent", "data_needs", "loss_settings", "memory_rows", "paper_sizes", "pfcc_negatives",
-           "plan", "row_data", "sampler_for", "task_columns", "task_data", "train_row", "trained_rows", "trainer_for",
-           "training_stage", "training_what"]
+__all__ = ["CAPTIONS", "CHAPTER", "COLUMNS", "MAIN", "PAPER_MODELS", "TABLES", "TASKS_OF", "TaskData", "TaskSize", "ZERO_SHOT",
+           "build", "check_parameters", "cqa_shuffle_frame", "data_absent", "data_needs", "encoders", "loss_settings",
+           "memory_rows", "paper_sizes", "pfcc_negatives", "plan", "row_data", "sampler_for", "task_columns", "task_data",
+           "train_row", "trained_rows", "trainer_for", "training_stage", "training_what"]

@@ -258,6 +258,15 @@ def nearest_measurement() -> str:
             "estimate's bound, which puts every text at 128 tokens.")
 
 
+def encoders(p: Mapping[str, Any]) -> dict[str, str]:
+    """Model family -> the encoder its runs start from, in a profile's parameters ``p`` (the notebook's run)."""
+    return dict(p["base_models"])
+
+
+PAPER_MODELS = {"BERT": "bert-base-uncased", "RoBERTa": "roberta-base"}
+"""Model family -> the paper's encoder: the papers' BERT and RoBERTa."""
+
+
 CHAPTER = Chapter(
     name=NAME,
     title="Geometry: alignment, uniformity, anisotropy, and the four methods under one budget",
@@ -266,12 +275,14 @@ CHAPTER = Chapter(
     own=True,
     plan=plan,
     build=build,
+    models=encoders,
+    paper_models=PAPER_MODELS,
     one_budget=True,
 )
 
 
-__all__ = ["CHAPTER", "CORRELATION_TABLE", "ENTROPY_RUN", "GEOMETRY_PAPER_PAIRS", "METHOD_RUN", "RETRIEVAL_TABLE",
-           "STORE_RUN", "STS_TABLE", "base_loader", "build", "entropy_model", "entropy_stage", "equal_budget_columns",
-           "memory_rows", "method_settings", "nearest_measurement", "plan", "row_label", "stage_names", "store",
-           "store_stage", "train", "trained_families", "training_config", "training_pairs", "training_stage",
-           "training_steps", "trajectory_every"]
+__all__ = ["CHAPTER", "CORRELATION_TABLE", "ENTROPY_RUN", "GEOMETRY_PAPER_PAIRS", "METHOD_RUN", "PAPER_MODELS", "RETRIEVAL_TABLE",
+           "STORE_RUN", "STS_TABLE", "base_loader", "build", "encoders", "entropy_model", "entropy_stage", "equal_budget_columns",
+           "memory_rows", "method_settings", "nearest_measurement", "plan", "row_label", "stage_names", "store", "store_stage",
+           "train", "trained_families", "training_config", "training_pairs", "training_stage", "training_steps",
+           "trajectory_every"]

@@ -198,7 +198,8 @@ def train(run: ChapterRun, data: TrainingTexts, row: str, seed: int) -> tuple[An
         learning_rate=p["chinese_learning_rate"] if data.chinese else p["learning_rates"][family],
         weight_decay=p["weight_decay"], warmup_ratio=p["warmup_ratio"], max_grad_norm=p["max_grad_norm"],
         precision=p["precision"], seed=seed, checkpoint_steps=p["checkpoint_steps"] or None,
-        eval_steps=p["eval_steps"] or None, metric_for_best="spearman" if p["eval_steps"] else None)
+        eval_steps=p["eval_steps"] or None, metric_for_best="spearman" if p["eval_steps"] else None,
+        unpadded=p["unpadded"])
     evaluator = dev_evaluator("Chinese STS-B" if data.chinese else "STSb", data.dev) if data.dev is not None else None
     model = load_encoder(encoder(p, family), pooling=p["pooling"], max_seq_length=p["max_seq_length"])
     trainer = Trainer(model, ifcl_loss(p, method), data.twins(seed, FRATERNAL[method]), config,
@@ -301,6 +302,15 @@ def _ifcl_setting_caption(result: dict[str, Any]) -> str:
             "whether it counts as trained (a loss at or below 0.001 in the first window: the objective was already solved).")
 
 
+def encoders(p: Mapping[str, Any]) -> dict[str, str]:
+    """Model family -> the encoder its runs start from, in a profile's parameters ``p`` (the notebook's run)."""
+    return {**p["english_models"], **({"Chinese": p["chinese_model"]} if p["chinese_rows"] else {})}
+
+
+PAPER_MODELS = {"base": "bert-base-uncased", "large": "bert-large-uncased", "Chinese": "bert-base-chinese"}
+"""Model family -> the paper's encoder: the slides' English BERT base and large and the Chinese BERT."""
+
+
 CHAPTER = Chapter(
     name=NAME,
     title="IFCL: identical and fraternal twins (Xiao et al. 2023)",
@@ -311,8 +321,11 @@ CHAPTER = Chapter(
                             _ifcl_setting_caption),
     plan=plan,
     build=build,
+    models=encoders,
+    paper_models=PAPER_MODELS,
 )
 
 
-__all__ = ["CHAPTER", "FRATERNAL", "TrainingTexts", "build", "data_needs", "encoder", "ifcl_loss", "ifcl_paper_projection",
-           "ifcl_setting_frame", "ifcl_step", "memory_rows", "plan", "sentences", "train", "training_stage"]
+__all__ = ["CHAPTER", "FRATERNAL", "PAPER_MODELS", "TrainingTexts", "build", "data_needs", "encoder", "encoders", "ifcl_loss",
+           "ifcl_paper_projection", "ifcl_setting_frame", "ifcl_step", "memory_rows", "plan", "sentences", "train",
+           "training_stage"]

@@ -190,6 +190,15 @@ def _verdicts_by_rows(result: dict[str, Any], pair: tuple[str, str]) -> str:
     return f' The paper\'s claim "{pair[0]} above {pair[1]}": ' + "; ".join(parts) + " rows per seed."
 
 
+def encoders(p: Mapping[str, Any]) -> dict[str, str]:
+    """Model family -> the encoder its runs start from, in a profile's parameters ``p`` (the notebook's run)."""
+    return dict(p["base_models"])
+
+
+PAPER_MODELS = {"BERT": "bert-base-uncased", "RoBERTa": "roberta-base"}
+"""Model family -> the paper's encoder: BERT's and RoBERTa's rows (Tables 1 and 2)."""
+
+
 CHAPTER = Chapter(
     name=NAME,
     title="MNRL-SBERT: multiple-negatives ranking loss on NLI (Taneja et al. 2023)",
@@ -199,8 +208,11 @@ CHAPTER = Chapter(
                             _training_rows_caption),
     plan=plan,
     build=build,
+    models=encoders,
+    paper_models=PAPER_MODELS,
     one_budget_row="MNRL",
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "FIGURES", "data_needs", "build", "load_nli", "memory_rows", "plan", "train", "training_rows_frame", "training_stage"]
+__all__ = ["CAPTIONS", "CHAPTER", "FIGURES", "PAPER_MODELS", "build", "data_needs", "encoders", "load_nli", "memory_rows", "plan",
+           "train", "training_rows_frame", "training_stage"]

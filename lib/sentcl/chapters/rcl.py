@@ -570,6 +570,15 @@ def memory_rows(paper: Mapping[str, Any]) -> list[MemoryRow]:
             for stage, result in record["results"].items() if "peak_gpu_memory_gib" in result]
 
 
+def encoders(p: Mapping[str, Any]) -> dict[str, str]:
+    """Model family -> the encoder its runs start from, in a profile's parameters ``p`` (the notebook's run)."""
+    return {"SRoBERTa": p["base_model"]}
+
+
+PAPER_MODELS = {"SRoBERTa": "SRoBERTa-base (sentence-transformers; nli-roberta-base-v2 assumed)"}
+"""Model family -> the paper's encoder: the paper's SRoBERTa-base, which it does not name a checkpoint of."""
+
+
 CHAPTER = Chapter(
     name=NAME,
     title="RCL: regularized contrastive learning with entropy models (Tan et al. 2022)",
@@ -578,13 +587,15 @@ CHAPTER = Chapter(
     needs=data_needs,
     plan=plan,
     build=build,
+    models=encoders,
+    paper_models=PAPER_MODELS,
 )
 
 
-__all__ = ["CAPTIONS", "CHAPTER", "CONTROL_RUN", "ENCODER_ATTENTION_DROPOUT", "ENTROPY_RUN", "EQ1_ROW", "EQ1_RUN",
-           "MEASURED_STEPS", "PAPER_SIZES", "RCL_ROW", "RCL_RUN", "STORE_RUN", "FinalRun", "augment", "base_loader",
-           "base_store", "build", "build_faq_stage", "control_row", "data_needs", "dev_selection", "dev_set", "dropout_run", "entropy_config",
-           "entropy_model", "entropy_stage", "faq_arguments", "faq_bank", "faq_banks_built", "faq_baselines", "faq_data_missing", "faq_stage", "faq_stage_names",
-           "final_runs", "final_stage", "measured_step", "memory_rows", "plan", "premise_triplets", "rcl_paper_projection",
-           "regulators_row", "regulators_run", "store_stage", "sts_tables", "switch_on", "train_final", "training_config",
-           "training_triplets"]
+__all__ = ["CAPTIONS", "CHAPTER", "CONTROL_RUN", "ENCODER_ATTENTION_DROPOUT", "ENTROPY_RUN", "EQ1_ROW", "EQ1_RUN", "FinalRun",
+           "MEASURED_STEPS", "PAPER_MODELS", "PAPER_SIZES", "RCL_ROW", "RCL_RUN", "STORE_RUN", "augment", "base_loader",
+           "base_store", "build", "build_faq_stage", "control_row", "data_needs", "dev_selection", "dev_set", "dropout_run",
+           "encoders", "entropy_config", "entropy_model", "entropy_stage", "faq_arguments", "faq_bank", "faq_banks_built",
+           "faq_baselines", "faq_data_missing", "faq_stage", "faq_stage_names", "final_runs", "final_stage", "measured_step",
+           "memory_rows", "plan", "premise_triplets", "rcl_paper_projection", "regulators_row", "regulators_run", "store_stage",
+           "sts_tables", "switch_on", "train_final", "training_config", "training_triplets"]

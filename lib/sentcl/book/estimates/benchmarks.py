@@ -5,8 +5,9 @@ A chapter may rest a demo choice on a measurement made outside the book's run: i
 (shipped with sentcl, ``benchmarks/results``: :func:`sentcl.paths.benchmark_result`), the section's title,
 and the functions that make its table and caption (in the chapter's module, ``sentcl/chapters``).
 
-:func:`measurement_frame` gives a chapter's table (the notebook displays it), :func:`chapter_section` the
-same as a page fragment (``book/_generated/<chapter>/measured.md``, which the chapter page includes);
+:func:`measurement_frame` gives a chapter's table and caption, :func:`measurement` both as the notebook shows them
+(``show(measurement(chapter))``), :func:`chapter_section` the same as a page fragment
+(``book/_generated/<chapter>/measured.md``, which the chapter page includes);
 :func:`interval_cell`, :func:`mean_std_cell` and :func:`health_columns` are the cells the chapters' tables share.
 """
 
@@ -90,20 +91,31 @@ def measurement_frame(chapter: Chapter | str) -> tuple[pd.DataFrame | None, str]
     return spec.measurement.frame(result), spec.measurement.caption(result)
 
 
+def measurement(chapter: Chapter | str) -> list[str | pd.DataFrame]:
+    """The chapter's measurement as its notebook shows it: the caption, then the table (:func:`turned`); the caption
+    alone (why) where it was not recorded. One line of a notebook cell: ``show(measurement(chapter))``."""
+    table, caption = measurement_frame(chapter)
+    return [caption] if table is None else [caption, turned(table)]
+
+
+def turned(table: pd.DataFrame) -> pd.DataFrame:
+    """A measurement's table of more than 8 columns, one per run, turned so that its measures are rows (ten do not
+    fit across); a narrower one as it is."""
+    return table.T.rename_axis(table.index.name) if table.columns.nlevels == 1 and len(table.columns) > 8 else table
+
+
 def chapter_section(chapter: Chapter | str) -> str:
-    """The page fragment of the chapter's measurement ("" for a chapter without one)."""
+    """The page fragment of the chapter's measurement ("" for a chapter without one), laid out as in its notebook."""
     spec = resolve(chapter)
     if spec.measurement is None:
         return ""
     table, caption = measurement_frame(spec)
     if table is None:
         return caption + "\n"
-    if table.columns.nlevels == 1 and len(table.columns) > 8:  # one column per run: ten measures do not fit across
-        table = table.T.rename_axis(table.index.name)
-    flat = table.reset_index()
+    flat = turned(table).reset_index()
     return md(caption) + "\n\n" + md_table([md(str(c)) for c in flat.columns],
                                            [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
 
 
-__all__ = ["Measurement", "chapter_section", "health_columns", "interval_cell", "mean_std_cell", "measurement_frame",
-           "read_measurement"]
+__all__ = ["Measurement", "chapter_section", "health_columns", "interval_cell", "mean_std_cell", "measurement", "measurement_frame",
+           "read_measurement", "turned"]

@@ -2,9 +2,10 @@
 
 A notebook imports what it reports through from here (``from sentcl.book.notebook import ChapterRun, Claim``): the
 one object it reports through (:class:`~sentcl.book.notebook.chapter_run.ChapterRun`), the claims it adds
-(:class:`~sentcl.book.output.claims.Claim`), the measured benchmark it shows, :func:`show` for the cost of its
-paper profile (its chapter module's ``paper_cost()``) and the geometry chapter's figures. What is one chapter's
-comes from its module (``sentcl.chapters.<chapter>``), the science from the science packages.
+(:class:`~sentcl.book.output.claims.Claim`), the measured benchmark it shows (:func:`measurement`), :func:`show` for
+that and for the cost of its paper profile (its chapter module's ``paper_cost()``), and the geometry chapter's
+figures. What is one chapter's comes from its module (``sentcl.chapters.<chapter>``), the science from the science
+packages.
 
 The fifth floor (``tests/test_layout.py``, ``FLOORS``): :mod:`~sentcl.book.notebook.chapter_run` writes the output
 folder, counts its plan and draws its tables; only the build floor stands above it.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..estimates.benchmarks import measurement_frame
+from ..estimates.benchmarks import measurement
 from ..output.claims import Claim
 from ..output.geometry import alignment_uniformity_figure, anisotropy_figure, distinct_models, load_geometry, score_figure
 from .chapter_run import ChapterRun
@@ -23,7 +24,8 @@ from .chapter_run import ChapterRun
 
 def show(parts: Iterable[str | Any]) -> None:
     """Display ``parts`` in order in the notebook: a string as Markdown, anything else (a table) as it is; what a
-    chapter module's ``paper_cost()`` returns, for one line of a cost cell."""
+    chapter module's ``paper_cost()`` or :func:`~sentcl.book.estimates.benchmarks.measurement` returns, for one line
+    of a cost or measurement cell."""
     from IPython.display import Markdown, display
 
     for part in parts:
@@ -31,4 +33,4 @@ def show(parts: Iterable[str | Any]) -> None:
 
 
 __all__ = ["ChapterRun", "Claim", "alignment_uniformity_figure", "anisotropy_figure", "distinct_models", "load_geometry",
-           "measurement_frame", "score_figure", "show"]
+           "measurement", "score_figure", "show"]

@@ -4,7 +4,7 @@ A chapter notebook starts with its ``parameters`` cell, which always holds ``pro
 ``data_dir`` and ``out_dir`` (``sentcl reproduce`` sets them), then::
 
     run = ChapterRun("mnrl_sbert", profile=profile, data_dir=data_dir, out_dir=out_dir,
-                     models=base_models, paper_models={"BERT": "bert-base-uncased"})
+                     parameters=globals())          # checked; its encoders and the paper's: the chapter module's
     nli = run.load("snli", "dev")                   # from the run's data root, logged
     sts = run.load_tasks(["STS12", "STSb"])         # evaluation tasks; every row then says
                                                     # "STS pairs scored: STS12 3,108, STSb 1,379"
@@ -97,13 +97,18 @@ class ChapterRun:
         parameters: Mapping[str, Any] | None = None,
     ):
         """``models`` and ``paper_models``: family (e.g. ``"BERT"``) -> the encoder this run uses and
-        the paper's; where they differ, every row of that family says which stands in for which.
-        ``parameters``: the notebook's resolved parameters, from which the chapter's plan of runs is computed
-        (:attr:`plan`; None: no plan, :meth:`train` takes any stage name)."""
+        the paper's; where they differ, every row of that family says which stands in for which. Not given: the
+        chapter's own (:attr:`~sentcl.book.chapter_spec.Chapter.models` of ``parameters``,
+        :attr:`~sentcl.book.chapter_spec.Chapter.paper_models`).
+        ``parameters``: the notebook's resolved parameters, checked by the chapter's
+        :attr:`~sentcl.book.chapter_spec.Chapter.check`, from which its plan of runs is computed (:attr:`plan`; None:
+        no plan, :meth:`train` takes any stage name)."""
         spec = resolve(chapter)  # an unknown chapter: a ConfigError naming the chapters
         quiet_progress()
         self.chapter = spec.name
         self.parameters: dict[str, Any] = dict(parameters or {})
+        if parameters is not None and spec.check is not None:
+            spec.check(self.parameters)  # refused before any work
         self.plan: Plan | None = spec.plan(self.parameters) if parameters is not None and spec.plan is not None else None
         self.built: list[str] = []  # the planned stages this run built or found in the cache, in order
         self.profile = profile
@@ -116,8 +121,10 @@ class ChapterRun:
             claim_output(self.out_dir, chapter, for_process=True)
         self.run_id = current_run_id()
         self._loaded: list[dict[str, Any]] = []
+        if models is None and parameters is not None and spec.models is not None:
+            models = spec.models(self.parameters)
         self.models = dict(models or {})
-        self.paper_models = dict(paper_models or {})
+        self.paper_models = dict(spec.paper_models if paper_models is None else paper_models)
         unknown = sorted(set(self.models) - set(self.paper_models)) if self.paper_models else []
         if unknown:
             raise ConfigError(f"{chapter}: model families {unknown} have no paper model; paper_models has {sorted(self.paper_models)}")
