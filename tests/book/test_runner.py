@@ -307,3 +307,16 @@ def test_a_notebook_run_on_its_own_claims_its_chapter(tmp_path):
         assert not (out / "notebooks").exists()
     finally:
         holder.communicate("done\n", timeout=30)
+
+
+def test_the_command_reads_its_chapters_without_importing_sentence_transformers():
+    """`sentcl reproduce` (its runner, every chapter module, their plans, the output folder's readers) imports no
+    sentence-transformers: that takes seconds, which every command paid before its first line (12 s for --help, 5 s
+    now here); the notebooks and the tasks that train import it where they use it."""
+    code = ("import sys\nimport sentcl.book.build.runner, sentcl.chapters, sentcl.cli\n"
+            "from sentcl.chapters import CHAPTERS\n"
+            "assert CHAPTERS and all(spec.plan for spec in CHAPTERS.values() if spec.build)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sentence_transformers', 'transformers')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

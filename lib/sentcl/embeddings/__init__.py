@@ -23,19 +23,21 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sentence_transformers import SentenceTransformer
 
 from ..errors import ConfigError
 from ..hashing import stable_hash, texts_hash
 from ..io import atomic_path, report_damaged
-from ..models import fingerprint, load_encoder
 from ..paths import cache_root
 from ..precision import PRECISIONS, autocast, note_use, resolve_precision
 from ..progress import in_kernel, progress_bar, to_terminal
 from .store import EmbeddingStore as EmbeddingStore  # re-exported: the store beside the cache
 from .store import write_store as write_store
+
+if TYPE_CHECKING:  # sentence-transformers (and sentcl.models, which loads it) only where an encoder is used
+    from sentence_transformers import SentenceTransformer
 
 ENCODE_PRECISIONS = PRECISIONS
 PROGRESS_MIN_TEXTS = 1000
@@ -73,6 +75,8 @@ def encode(
             papermill's ``--log-output``) that clears itself when done.
     """
     if isinstance(model, (str, os.PathLike)):
+        from ..models import load_encoder
+
         model = load_encoder(model)
     texts = _checked_texts(texts)
     if not texts:
@@ -119,6 +123,8 @@ def encode(
 def embedder(model: SentenceTransformer | str | os.PathLike, **kwargs) -> Embed:
     """``texts -> np.ndarray``: :func:`encode` with ``model`` and ``kwargs`` bound (a name is loaded once)."""
     if isinstance(model, (str, os.PathLike)):
+        from ..models import load_encoder
+
         model = load_encoder(model)
     unknown = set(kwargs) - {"batch_size", "normalize", "precision", "cache", "show_progress"}
     if unknown:
@@ -135,6 +141,8 @@ def cache_file(
     (:func:`sentcl.evaluation.information.dropout_embeddings`), what decides the draw (seed, rates,
     batch size, device), as JSON data; part of the key. Without it the key is that of :func:`encode`.
     """
+    from ..models import fingerprint
+
     spec = {"texts": texts_hash(texts), "n": len(texts), "precision": precision, "normalize": bool(normalize)}
     if dropout is not None:
         spec["dropout"] = dropout

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..embeddings import Embed
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # the encoder's module imports torch and sentence-transformers: not for a type
+    from ..embeddings import Embed
 
 # Vectors shorter than this are treated as zero vectors (cosine 0), as torch's F.normalize does.
 _EPS = 1e-12

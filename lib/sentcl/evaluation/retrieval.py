@@ -52,13 +52,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..data.records import RetrievalSet
-from ..embeddings import Embed
 from ..errors import ConfigError, check_choice
 from .common import as_matrix, embed_unique, l2_normalise, pairwise_cosine, unique_texts
+
+if TYPE_CHECKING:  # the encoder's module imports torch and sentence-transformers: not for a type
+    from ..embeddings import Embed
 
 Run = dict[str, dict[str, float]]
 Qrels = Mapping[str, Mapping[str, int]]

@@ -50,13 +50,21 @@ from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, cast
 
 import torch.nn.functional as F
-from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
 from sentcl.errors import ConfigError, check_choice, check_number
 
 Similarity = Literal["cos", "dot"]
 SIMILARITIES: tuple[str, ...] = ("cos", "dot")
+
+
+def embed_columns(model: Any, sentence_features: Iterable[dict[str, Any]]) -> list[Tensor]:
+    """Each tokenised column's embeddings in one forward pass: sentence-transformers' merged column forward, imported
+    when a loss first runs (sentence-transformers takes seconds to import; a loss's module is read by more than
+    training: the chapters' tables of rows, ``sentcl reproduce``)."""
+    from sentence_transformers.base.losses.merged_forward import embed_columns as merged_forward
+
+    return merged_forward(model, sentence_features)
 
 
 def similarity_matrix(a: Tensor, b: Tensor, similarity: Similarity = "cos") -> Tensor:

@@ -48,11 +48,10 @@ from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
-from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
 from sentcl.errors import ConfigError, check_choice, check_number
-from sentcl.losses.base import SentclLoss, check_columns, similarity_matrix
+from sentcl.losses.base import SentclLoss, check_columns, embed_columns, similarity_matrix
 
 MarginEmbeddings = Literal["static", "encoder"]
 MARGIN_EMBEDDINGS: tuple[str, ...] = ("static", "encoder")

@@ -52,6 +52,9 @@ several seeds: every seed scored, or the best on dev) and :mod:`~sentcl.training
 BSC paper's table rows as a loss, batches and training rows).
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from sentcl.training.callbacks import Callback, GeometryCallback, LossEarlyStopping
 from sentcl.training.checkpoint import TrainerState, checkpoints, latest_checkpoint, seed_everything
 from sentcl.training.config import TrainingConfig, WarmupSchedule
@@ -61,7 +64,19 @@ from sentcl.training.samplers import (
     RandomBatchSampler,
     SequentialBatchSampler,
 )
-from sentcl.training.trainer import BATCH_EXTRAS, Trainer, TrainingResult
+
+if TYPE_CHECKING:
+    from sentcl.training.trainer import BATCH_EXTRAS, Trainer, TrainingResult
+
+_TRAINER = ("BATCH_EXTRAS", "Trainer", "TrainingResult")
+"""Loaded from :mod:`sentcl.training.trainer` when first used: it imports sentence-transformers (seconds), which what
+reads a package's light modules (a run's health, its configuration: ``sentcl reproduce``, the book's pages) need not."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TRAINER:
+        return getattr(import_module("sentcl.training.trainer"), name)
+    raise AttributeError(f"module 'sentcl.training' has no attribute {name!r}")
 
 __all__ = [
     "BATCH_EXTRAS",
