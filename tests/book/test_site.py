@@ -333,6 +333,7 @@ def test_smoke_profile_end_to_end(smoke_book):
     for chapter in run:
         page = (html_root / "notebooks" / f"{chapter}.html").read_text()
         assert "colab.research.google.com" not in page
+        assert "IProgress not found" not in page  # tqdm's ipywidgets warning, quieted by the notebook's first import
     wheel = html_root / "_static" / install.wheel_name(ROOT)
     assert wheel.is_file() and f'href="../_static/{wheel.name}"' in (html_root / "book" / "intro.html").read_text()
 

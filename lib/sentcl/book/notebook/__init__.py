@@ -13,13 +13,21 @@ folder, counts its plan and draws its tables; only the build floor stands above 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
+
+from tqdm import TqdmWarning
 
 from ..estimates.benchmarks import measurement
 from ..output.claims import Claim
 from ..output.geometry import alignment_uniformity_figure, anisotropy_figure, distinct_models, load_geometry, score_figure
 from .chapter_run import ChapterRun
+
+# tqdm.auto warns, when it is first imported in a kernel without ipywidgets (papermill, a plain Jupyter), that its
+# bars will be text: that is what the chapters want. The notebook's imports after this one (sentence-transformers)
+# import it, before any run exists to quiet it: quieted here, on the import every notebook makes first.
+warnings.filterwarnings("ignore", category=TqdmWarning)
 
 
 def show(parts: Iterable[str | Any]) -> None:

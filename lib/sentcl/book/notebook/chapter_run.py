@@ -72,13 +72,11 @@ def claim_output(out: Path, chapter: str | None = None, *, for_process: bool = F
 
 
 def quiet_progress() -> None:
-    """The progress a chapter's run shows, and nothing else: text bars without tqdm's warning that ipywidgets is
-    missing (a notebook run by papermill, or on a plain Jupyter), and no transformers "Loading weights" bar per
-    model loaded (sentcl's own bars, :mod:`sentcl.progress`, say what runs)."""
-    from tqdm import TqdmWarning
+    """The progress a chapter's run shows, and nothing else: no transformers "Loading weights" bar per model loaded
+    (sentcl's own bars, :mod:`sentcl.progress`, say what runs). tqdm's warning that ipywidgets is missing is quieted
+    earlier, when this package is imported (:mod:`sentcl.book.notebook`)."""
     from transformers.utils import logging as transformers_logging
 
-    warnings.filterwarnings("ignore", category=TqdmWarning)
     transformers_logging.disable_progress_bar()
 
 
