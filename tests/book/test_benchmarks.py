@@ -100,6 +100,7 @@ def test_the_training_rows_table_shows_each_budget_its_averages_intervals_and_he
     shown, turned = benchmarks.measurement("mnrl_sbert")  # the notebook's cell: caption, then the table turned
     assert shown == caption and len(table.columns) > 8 and list(turned.columns) == list(table.index)
     assert turned.loc["MNRLSBERT − SBERT", 1000] == "+2.25 [+1.50, +3.00] holds"
+    assert turned.columns.name == table.index.name and turned.index.name is None  # one header row: "rows per seed"
 
 
 def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorded):

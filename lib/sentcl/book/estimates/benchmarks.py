@@ -101,7 +101,7 @@ def measurement(chapter: Chapter | str) -> list[str | pd.DataFrame]:
 def turned(table: pd.DataFrame) -> pd.DataFrame:
     """A measurement's table of more than 8 columns, one per run, turned so that its measures are rows (ten do not
     fit across); a narrower one as it is."""
-    return table.T.rename_axis(table.index.name) if table.columns.nlevels == 1 and len(table.columns) > 8 else table
+    return table.T if table.columns.nlevels == 1 and len(table.columns) > 8 else table
 
 
 def chapter_section(chapter: Chapter | str) -> str:
@@ -112,7 +112,10 @@ def chapter_section(chapter: Chapter | str) -> str:
     table, caption = measurement_frame(spec)
     if table is None:
         return caption + "\n"
-    flat = turned(table).reset_index()
+    shown = turned(table)
+    if shown is not table:  # its measures are rows: their column headed as the table's rows were
+        shown = shown.rename_axis(table.index.name)
+    flat = shown.reset_index()
     return md(caption) + "\n\n" + md_table([md(str(c)) for c in flat.columns],
                                            [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
 
