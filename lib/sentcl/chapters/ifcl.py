@@ -162,11 +162,6 @@ class TrainingTexts:
         return self._twins[seed, fraternal]
 
 
-def encoder(p: Mapping[str, Any], family: str) -> str:
-    """The encoder a family of rows starts from: ``english_models[family]``, or ``chinese_model`` ("Chinese")."""
-    return p["chinese_model"] if family == "Chinese" else p["english_models"][family]
-
-
 def ifcl_loss(p: Mapping[str, Any], method: str) -> Callable[[Any], Any]:
     """The loss of ``method`` for a model: the slides' objective l^I(h, h+) + l^I(h, h-) + lambda l^T (Eq. I, InfoNCE
     with the hippocampus queue of ``queue_batches`` batches, forgetting ``forgetting_decay``; Eq. T, the Twin loss
@@ -201,7 +196,7 @@ def train(run: ChapterRun, data: TrainingTexts, row: str, seed: int) -> tuple[An
         eval_steps=p["eval_steps"] or None, metric_for_best="spearman" if p["eval_steps"] else None,
         unpadded=p["unpadded"])
     evaluator = dev_evaluator("Chinese STS-B" if data.chinese else "STSb", data.dev) if data.dev is not None else None
-    model = load_encoder(encoder(p, family), pooling=p["pooling"], max_seq_length=p["max_seq_length"])
+    model = load_encoder(encoders(p)[family], pooling=p["pooling"], max_seq_length=p["max_seq_length"])
     trainer = Trainer(model, ifcl_loss(p, method), data.twins(seed, FRATERNAL[method]), config,
                       name=f"{row} seed {seed}", evaluator=evaluator)
     return model, run.train(trainer, stage=training_stage(row, seed, data.chinese))
@@ -326,6 +321,6 @@ CHAPTER = Chapter(
 )
 
 
-__all__ = ["CHAPTER", "FRATERNAL", "PAPER_MODELS", "TrainingTexts", "build", "data_needs", "encoder", "encoders", "ifcl_loss",
+__all__ = ["CHAPTER", "FRATERNAL", "PAPER_MODELS", "TrainingTexts", "build", "data_needs", "encoders", "ifcl_loss",
            "ifcl_paper_projection", "ifcl_setting_frame", "ifcl_step", "memory_rows", "plan", "sentences", "train",
            "training_stage"]
