@@ -1,7 +1,7 @@
 """What a Colab user does, offline: a fresh Python with torch already installed (Colab's own build;
 here the CPU wheel from ``$TORCH_WHEELS``) and the packages sentcl needs but transformers, and no
 sentcl; a chapter notebook run by papermill from a folder outside the checkout with only ``-p profile
-smoke``. Its install cell installs sentcl from the wheel ``make wheel`` builds (``$SENTCL_SOURCE``),
+smoke``. Its install cell installs sentcl from the wheel ``make wheel`` builds, uploaded beside the notebook,
 then transformers at the lock's version from a local folder that also holds a newer one (what an
 unpinned install would take), and the run must give the results ``sentcl reproduce --profile smoke``
 gives. Without ``$SENTCL_SOURCE`` (the placeholder address) it stops at the install cell with one line.
@@ -186,13 +186,16 @@ def test_without_a_source_the_install_cell_says_how_to_install_and_tries_nothing
 def test_a_colab_user_runs_a_chapter_outside_the_checkout_with_only_the_profile(colab_python, released_wheel, wheelhouse,
                                                                                 smoke_book, tmp_path):
     """From a folder outside the checkout, `papermill <nb> out.ipynb -p profile smoke`: the install
-    cell installs sentcl from the released wheel and its missing dependency at the lock's version
+    cell installs sentcl from the released wheel, uploaded to that folder (the committed notebook names the
+    placeholder address, no $SENTCL_SOURCE), and its missing dependency at the lock's version
     (nothing downloaded, torch kept), the notebook applies the smoke profile from the package, shows
     its training progress in papermill's log, and writes the results `sentcl reproduce --profile
     smoke` wrote, under runs/smoke of the working folder."""
     torch_before = _torch_version(colab_python)
     work = tmp_path / "colab"
-    proc = _papermill(colab_python, work, _colab_env(str(released_wheel), tmp_path / "cache", wheelhouse))
+    work.mkdir()
+    shutil.copy2(released_wheel, work / released_wheel.name)  # the upload
+    proc = _papermill(colab_python, work, _colab_env(None, tmp_path / "cache", wheelhouse))
     assert proc.returncode == 0, proc.stderr[-4000:]
     installed = _imports_sentcl(colab_python)
     assert installed and str(ROOT) not in installed and "site-packages" in installed  # the wheel, not the checkout

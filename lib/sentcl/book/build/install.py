@@ -58,14 +58,12 @@ SOURCES = ("pyproject.toml", "README.md", "lib", "data", "notebooks", "benchmark
 """What building the wheel reads: ``pyproject.toml`` maps the last five into the package."""
 
 INSTALL_CELL = """\
-# Installs sentcl where it is missing (Colab, a fresh Jupyter) from SENTCL_SOURCE, a pip address (a wheel's
-# path or URL, git+URL; $SENTCL_SOURCE overrides it; a sentcl-*.whl uploaded beside this notebook stands in
-# for an unpublished address), then its dependencies at the project's pinned versions, keeping this
-# machine's torch. Where sentcl is installed (make setup) it does nothing.
+# Installs sentcl where it is missing (Colab, a fresh Jupyter) from SENTCL_SOURCE, a pip address (a wheel's path or
+# URL, git+URL; $SENTCL_SOURCE overrides it; until the project is published, a sentcl-*.whl uploaded beside this
+# notebook), then its dependencies at the lock's versions, keeping this machine's torch. Installed: it does nothing.
 import glob
 import importlib.util
 import os
-import pathlib
 import subprocess
 import sys
 import warnings
@@ -73,20 +71,11 @@ import warnings
 SENTCL_SOURCE = os.environ.get("SENTCL_SOURCE") or {source}
 if importlib.util.find_spec("sentcl") is None:
     warnings.filterwarnings("ignore", message="To exit")  # IPython's hint after SystemExit: the line below says all
-    uploaded = sorted(glob.glob("sentcl-*.whl"))
-    if "/OWNER/" in SENTCL_SOURCE and uploaded:
-        SENTCL_SOURCE = uploaded[-1]
-    if "/OWNER/" in SENTCL_SOURCE or (SENTCL_SOURCE.endswith(".whl") and "://" not in SENTCL_SOURCE
-                                      and not os.path.exists(SENTCL_SOURCE)):
-        raise SystemExit({instruction})
-    if os.path.exists(SENTCL_SOURCE):
-        SENTCL_SOURCE = pathlib.Path(SENTCL_SOURCE).resolve().as_uri()
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", f"sentcl @ {{SENTCL_SOURCE}}"])
-    if pip.returncode != 0:
-        raise SystemExit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: pip exited with status {{pip.returncode}} (its messages are above)")
-    deps = subprocess.run([sys.executable, "-m", "sentcl.book.build.install", {extras}])  # the lock's versions
-    if deps.returncode != 0:
-        raise SystemExit("sentcl's dependencies could not be installed (the line above says why)")"""
+    if "/OWNER/" in SENTCL_SOURCE:
+        SENTCL_SOURCE = max(glob.glob("sentcl-*.whl"), default=None) or sys.exit({instruction})
+    for step in (["pip", "install", "-q", "--no-deps", SENTCL_SOURCE], ["sentcl.book.build.install", {extras}]):
+        if subprocess.run([sys.executable, "-m", *step]).returncode != 0:
+            sys.exit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: python -m {{' '.join(step[:2])}} failed (its messages are above)")"""
 
 INSTALL_INSTRUCTION = (
     "sentcl is not installed and this notebook names no place to install it from: upload sentcl's wheel "
