@@ -79,7 +79,7 @@ def _dtypes_of_linear_outputs(model, training_only=False):
 
 
 @pytest.mark.parametrize(("asked", "ran"), [("auto", torch.float32), ("fp32", torch.float32), ("bf16", torch.bfloat16)])
-def test_the_encoding_tally_says_the_precision_the_forward_pass_ran_in(cpu, asked, ran):
+def test_the_encoding_tally_says_the_precision_the_forward_pass_ran_in(cpu, asked, ran, recwarn):
     model = tiny_model(0)
     seen, hooks = _dtypes_of_linear_outputs(model)
     before = {(u["what"], u["precision"]): u["count"] for u in precision.uses()}
@@ -88,6 +88,8 @@ def test_the_encoding_tally_says_the_precision_the_forward_pass_ran_in(cpu, aske
     finally:
         for h in hooks:
             h.remove()
+    slow = [w for w in recwarn if issubclass(w.category, SlowPrecisionWarning)]
+    assert len(slow) == (asked == "bf16" and cpu == "no bf16")  # emulated bf16 is said, once
     assert seen == {ran}
     after = {(u["what"], u["precision"]): u["count"] for u in precision.uses()}
     used = {"float32": "fp32", "bfloat16": "bf16"}[str(ran).split(".")[1]]
@@ -96,7 +98,7 @@ def test_the_encoding_tally_says_the_precision_the_forward_pass_ran_in(cpu, aske
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("asked", "ran"), [("auto", torch.float32), ("bf16", torch.bfloat16)])
-def test_a_training_record_says_the_precision_its_steps_ran_in(tmp_path, cpu, asked, ran):
+def test_a_training_record_says_the_precision_its_steps_ran_in(tmp_path, cpu, asked, ran, recwarn):
     """The run record's precision (requested, used) is the one the training steps computed in."""
     pairs = TrainingData.from_record(load("snli", "train", samples_root()).with_label("entailment"), labels=False)
     model = tiny_model(0)
@@ -110,6 +112,7 @@ def test_a_training_record_says_the_precision_its_steps_ran_in(tmp_path, cpu, as
         for h in hooks:
             h.remove()
     assert seen == {ran}
+    assert len([w for w in recwarn if issubclass(w.category, SlowPrecisionWarning)]) == (asked == "bf16" and cpu == "no bf16")
     used = "fp32" if ran == torch.float32 else "bf16"
     (record,) = read_run_records(tmp_path / "out" / "records")
     assert record.precision["requested"] == asked and record.precision["used"] == used == result.run["precision"]
