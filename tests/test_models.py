@@ -285,7 +285,7 @@ def test_drophead_drops_whole_heads_and_keeps_the_expected_output():
     layer.train()
     context = torch.ones(2000, 3, 4 * 5)
     torch.manual_seed(0)
-    (out,) = _drop_heads(layer, (), (context,), p=0.25)
+    (out,) = _drop_heads(layer, (), {}, (context,), p=0.25)
     heads = out.view(2000, 3, 4, 5)
     per_head = heads[:, 0, :, 0]
     assert torch.equal(heads, per_head[:, None, :, None].expand_as(heads))  # a head is dropped whole, on every token
@@ -293,7 +293,7 @@ def test_drophead_drops_whole_heads_and_keeps_the_expected_output():
     assert torch.allclose(per_head.sum(1)[kept > 0], torch.full_like(per_head.sum(1)[kept > 0], 4.0))  # rescaled by H / kept
     assert abs((per_head == 0).float().mean().item() - 0.25) < 0.02
     layer.eval()
-    assert _drop_heads(layer, (), (context,), p=0.25)[0] is context
+    assert _drop_heads(layer, (), {}, (context,), p=0.25)[0] is context
 
 
 def test_dropout_switches_reject_bad_rates():

@@ -428,20 +428,24 @@ def set_drophead(model: SentenceTransformer, p: float) -> SentenceTransformer:
             handle.remove()
             layer._sentcl_drophead = None
         if p > 0:
-            layer._sentcl_drophead = layer.register_forward_hook(functools.partial(_drop_heads, p=p))
+            layer._sentcl_drophead = layer.register_forward_hook(functools.partial(_drop_heads, p=p), with_kwargs=True)
     _transformer_config(model).drophead_prob = p
     return model
 
 
-def _drop_heads(layer: Any, _args, output, *, p: float):
+def _drop_heads(layer: Any, _args, kwargs, output, *, p: float):
     if not layer.training:
         return output
     context, *rest = output
+    packing = kwargs.get("sentcl_packing")  # a packed batch (unpad_encoder) is one row: heads are drawn per sequence
+    if packing is not None:
+        context = packing.unpack(context)
     heads = layer.num_attention_heads
     shaped = context.view(*context.shape[:-1], heads, -1)  # (batch, seq, heads, head_dim)
     keep = (torch.rand(shaped.shape[0], 1, heads, 1, device=context.device) >= p).to(context.dtype)
     kept = keep.sum(dim=2, keepdim=True).clamp(min=1.0)
-    return ((shaped * keep * (heads / kept)).view_as(context), *rest)
+    dropped = (shaped * keep * (heads / kept)).view_as(context)
+    return (dropped if packing is None else packing.pack(dropped), *rest)
 
 
 def _self_attentions(model: SentenceTransformer) -> list[Any]:

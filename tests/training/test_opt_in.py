@@ -11,7 +11,7 @@ from sentcl.data import TrainingData
 from sentcl.data.registry import load, samples_root
 from sentcl.errors import ConfigError
 from sentcl.losses.bsc import BatchSoftmaxContrastiveLoss
-from sentcl.models import tiny_model, unpad_encoder
+from sentcl.models import set_drophead, tiny_model, unpad_encoder
 from sentcl.precision import tf32
 from sentcl.training import Trainer, TrainingConfig
 
@@ -99,6 +99,26 @@ def test_unpadded_token_states_equal_the_padded_ones_at_the_real_tokens(pooling)
         if a.grad is not None:
             torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)
     assert packed[0].auto_model.config._attn_implementation == padded[0].auto_model.config._attn_implementation
+
+
+def test_unpadded_drophead_drops_the_heads_a_padded_batch_drops():
+    """DropHead draws a head mask per sequence (``sentcl.models.set_drophead``). A packed batch is one row, so the
+    hook unpacks it first: with the same seed, a packed encoder drops the same heads of the same sequences as a
+    padded one (all other dropout off), and its embeddings equal the padded ones. Drawn per row of the packed batch,
+    one mask would hit every sequence alike (and the embeddings would differ)."""
+    texts = ["a man is playing a guitar on the street while people watch " * 3, "hi", "the cat sat on the mat",
+             "two dogs run in the park", "a woman slices an onion", "nobody is here"]
+    padded, packed = (set_drophead(without_dropout(tiny_model(0)), 0.5) for _ in range(2))
+    unpad_encoder(packed)
+    padded.train(), packed.train()
+    features = padded.tokenize(texts)
+    outputs = []
+    for model in (padded, packed):
+        torch.manual_seed(7)
+        outputs.append(model(dict(features))["sentence_embedding"])
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-6)
+    torch.manual_seed(8)
+    assert not torch.allclose(packed(dict(features))["sentence_embedding"], outputs[0])  # heads were dropped
 
 
 def test_unpadded_refuses_what_it_cannot_pack():
