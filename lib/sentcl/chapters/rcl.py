@@ -360,7 +360,7 @@ def training_config(p: Mapping[str, Any], seed: int, steps: int | None = None, *
     return TrainingConfig(epochs=p["epochs"], batch_size=p["batch_size"], learning_rate=p["learning_rate"], optimizer="adamw",
                           weight_decay=p["weight_decay"], warmup_ratio=options.pop("warmup_ratio", p["warmup_ratio"]),
                           max_grad_norm=1.0, seed=seed, checkpoint_steps=p["checkpoint_steps"] or None,
-                          max_steps=steps or None, precision=p["precision"], **options)
+                          max_steps=steps or None, precision=p["precision"], unpadded=p["unpadded"], **options)
 
 
 def entropy_config(p: Mapping[str, Any]) -> TrainingConfig:
