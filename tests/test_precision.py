@@ -36,11 +36,15 @@ def test_auto_is_fp32_on_every_cpu(cpu):
     assert resolve_precision("fp32", "cpu") == "fp32" and resolve_precision("fp16", "cpu") == "fp16"
 
 
+def emulation_warnings(recwarn) -> int:
+    """How many times bf16 emulated on a CPU without it was warned of (:class:`SlowPrecisionWarning`)."""
+    return sum(issubclass(w.category, SlowPrecisionWarning) for w in recwarn)
+
+
 def test_bf16_on_a_cpu_without_it_warns_once(cpu, recwarn):
     assert resolve_precision("bf16", "cpu") == "bf16"
     resolve_precision("bf16", "cpu")
-    warned = [w for w in recwarn if issubclass(w.category, SlowPrecisionWarning)]
-    assert len(warned) == (0 if cpu == "native bf16" else 1)
+    assert emulation_warnings(recwarn) == (0 if cpu == "native bf16" else 1)
 
 
 def test_oneDNN_capped_below_bf16_counts_as_no_bf16(monkeypatch):
@@ -88,8 +92,7 @@ def test_the_encoding_tally_says_the_precision_the_forward_pass_ran_in(cpu, aske
     finally:
         for h in hooks:
             h.remove()
-    slow = [w for w in recwarn if issubclass(w.category, SlowPrecisionWarning)]
-    assert len(slow) == (asked == "bf16" and cpu == "no bf16")  # emulated bf16 is said, once
+    assert emulation_warnings(recwarn) == (asked == "bf16" and cpu == "no bf16")  # emulated bf16 is said, once
     assert seen == {ran}
     after = {(u["what"], u["precision"]): u["count"] for u in precision.uses()}
     used = {"float32": "fp32", "bfloat16": "bf16"}[str(ran).split(".")[1]]
@@ -112,7 +115,7 @@ def test_a_training_record_says_the_precision_its_steps_ran_in(tmp_path, cpu, as
         for h in hooks:
             h.remove()
     assert seen == {ran}
-    assert len([w for w in recwarn if issubclass(w.category, SlowPrecisionWarning)]) == (asked == "bf16" and cpu == "no bf16")
+    assert emulation_warnings(recwarn) == (asked == "bf16" and cpu == "no bf16")
     used = "fp32" if ran == torch.float32 else "bf16"
     (record,) = read_run_records(tmp_path / "out" / "records")
     assert record.precision["requested"] == asked and record.precision["used"] == used == result.run["precision"]
