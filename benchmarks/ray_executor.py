@@ -32,9 +32,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(argv: list[str], cache: Path, log: Path) -> float:
-    """Run ``sentcl`` with ``argv`` on its own cache; its wall time in seconds (its output goes to ``log``)."""
-    env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"} | {"SENTCL_CACHE": str(cache)}
+def timed(argv: list[str], cache: Path, log: Path, env: dict[str, str] | None = None) -> float:
+    """Run ``sentcl`` with ``argv`` on its own cache (and ``env`` set); its wall time in seconds (its output goes to
+    ``log``)."""
+    env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"} | (env or {}) | {"SENTCL_CACHE": str(cache)}
     started = time.perf_counter()
     with open(log, "w") as fh:
         status = subprocess.run([sys.executable, "-m", "sentcl", *argv], stdout=fh, stderr=subprocess.STDOUT, env=env,

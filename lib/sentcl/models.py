@@ -644,6 +644,56 @@ def _packed_forward(auto_model: Any, forward, input_ids=None, attention_mask=Non
     return out
 
 
+SPEED_OPTIONS = ("unpadded", "compile")
+"""The opt-in speed switches a model object can carry (``TrainingConfig``'s names): :func:`unpad_encoder`,
+:func:`compile_encoder`."""
+
+
+def speed_options(model: SentenceTransformer) -> list[str]:
+    """Which of :data:`SPEED_OPTIONS` are in force on ``model``: state of the object, not of its weights or files (a
+    model loaded from its folder has none), so not part of :func:`fingerprint`."""
+    found = set()
+    for module in model.modules():
+        auto_model = getattr(module, "auto_model", None)
+        if isinstance(auto_model, torch.nn.Module):
+            if getattr(auto_model.forward, "func", None) is _packed_forward:
+                found.add("unpadded")
+            if auto_model._compiled_call_impl is not None:  # nn.Module.compile's own attribute
+                found.add("compile")
+    return [option for option in SPEED_OPTIONS if option in found]
+
+
+def restore_encoder(model: SentenceTransformer, options: tuple[str, ...] = SPEED_OPTIONS) -> list[str]:
+    """Undo, in place, the speed ``options`` (:data:`SPEED_OPTIONS`) on ``model``: each Hugging Face model inside it
+    runs padded (:func:`unpad_encoder` undone) and eager (:func:`compile_encoder` undone) again, as the same weights
+    loaded from their folder do. Packed, a dropout mask is drawn over the batch's real tokens (another shape), and
+    compiled, by the compiler's kernels, so a number computed in training mode (IFCL's Table 4) would depend on
+    whether the model was trained in this process or loaded (issue 45); the trainer calls this when a run ends.
+    Returns the restored modules' names."""
+    unknown = set(options) - set(SPEED_OPTIONS)
+    if unknown:
+        raise ConfigError(f"unknown speed option(s) {sorted(unknown)}; known: {', '.join(SPEED_OPTIONS)}")
+    restored = []
+    for name, module in model.named_modules():
+        auto_model = getattr(module, "auto_model", None)
+        if not isinstance(auto_model, torch.nn.Module):
+            continue
+        forward, changed = auto_model.forward, False
+        if "unpadded" in options and isinstance(forward, functools.partial) and forward.func is _packed_forward:
+            original = forward.args[1]  # the forward unpad_encoder wrapped
+            if getattr(original, "__func__", None) is type(auto_model).forward:
+                del auto_model.forward  # the class's own forward again
+            else:
+                auto_model.forward = original
+            changed = True
+        if "compile" in options and auto_model._compiled_call_impl is not None:
+            auto_model._compiled_call_impl = None
+            changed = True
+        if changed:
+            restored.append(f"{name}.auto_model")
+    return restored
+
+
 def fingerprint(model: SentenceTransformer) -> str:
     """A content hash of everything that decides ``model``'s embeddings; the embedding cache key.
 

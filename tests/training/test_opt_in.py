@@ -1,6 +1,6 @@
 """Opt-in speed that moves the numerics slightly (TrainingConfig.compile, .unpadded, .tf32): off by default and out
 of the run's key then; on the CPU, a compiled and an unpadded encoder train within a stated tolerance of the eager,
-padded one."""
+padded one, and leave the trainer padded and eager, as the same weights loaded from the cache run (issue 45)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import torch
 
 from sentcl.data import TrainingData
 from sentcl.data.registry import load, samples_root
+from sentcl.embeddings import cache_file
 from sentcl.errors import ConfigError
+from sentcl.evaluation.information import dropout_embeddings
 from sentcl.losses.bsc import BatchSoftmaxContrastiveLoss
-from sentcl.models import set_drophead, tiny_model, unpad_encoder
+from sentcl.models import restore_encoder, set_drophead, speed_options, tiny_model, unpad_encoder
 from sentcl.precision import tf32
 from sentcl.training import Trainer, TrainingConfig
 
@@ -35,9 +37,14 @@ def without_dropout(model):
     return model
 
 
-def run(tmp_path, pairs, dropout=True, **options):
+def run(tmp_path, pairs, dropout=True, seen=None, **options):
+    """Train 6 steps; ``seen`` (a list) gets, per forward pass of the embeddings, its rows (a packed batch is one
+    row) and the speed options then in force on the model."""
     config = TrainingConfig(batch_size=8, learning_rate=1e-3, log_steps=1, max_steps=6, **options)
     model = tiny_model(0) if dropout else without_dropout(tiny_model(0))
+    if seen is not None:
+        model[0].auto_model.embeddings.register_forward_hook(
+            lambda _m, _args, out: seen.append((out.shape[0], tuple(speed_options(model)))))
     trainer = Trainer(model, lambda m: BatchSoftmaxContrastiveLoss(m, 0.1), pairs, config, show_progress=False)
     result = trainer.train(tmp_path / str(sorted(options.items())))
     return trainer, [entry["loss"] for entry in result.losses]
@@ -56,9 +63,10 @@ def test_off_by_default_and_out_of_the_runs_key_until_turned_on(pairs):
 @pytest.mark.slow
 def test_a_compiled_encoder_trains_within_tolerance_of_the_eager_one(tmp_path, pairs):
     eager, eager_losses = run(tmp_path, pairs)
-    compiled, compiled_losses = run(tmp_path, pairs, compile=True)
-    transformer = compiled.model[0].auto_model
-    assert transformer._compiled_call_impl is not None  # it ran compiled
+    seen: list[tuple[int, tuple[str, ...]]] = []
+    compiled, compiled_losses = run(tmp_path, pairs, seen=seen, compile=True)
+    assert seen and all(options == ("compile",) for _, options in seen)  # it trained compiled
+    assert speed_options(compiled.model) == []  # and left the trainer eager
     assert list(compiled.model.state_dict()) == list(eager.model.state_dict())  # the same names: checkpoints load
     assert eager_losses != [] and compiled_losses == pytest.approx(eager_losses, rel=COMPILE_RTOL)
     for name, weight in eager.model.state_dict().items():
@@ -67,8 +75,10 @@ def test_a_compiled_encoder_trains_within_tolerance_of_the_eager_one(tmp_path, p
 
 def test_an_unpadded_encoder_trains_within_tolerance_of_the_padded_one(tmp_path, pairs):
     padded, padded_losses = run(tmp_path, pairs, dropout=False)
-    unpadded, unpadded_losses = run(tmp_path, pairs, dropout=False, unpadded=True)
-    assert unpadded.model[0].auto_model.forward.func.__name__ == "_packed_forward"  # it ran packed
+    seen: list[tuple[int, tuple[str, ...]]] = []
+    unpadded, unpadded_losses = run(tmp_path, pairs, dropout=False, seen=seen, unpadded=True)
+    assert seen and set(seen) == {(1, ("unpadded",))}  # it ran packed: every batch one row
+    assert speed_options(unpadded.model) == [] and "forward" not in vars(unpadded.model[0].auto_model)  # and left padded
     assert padded_losses != [] and unpadded_losses == pytest.approx(padded_losses, rel=UNPADDED_RTOL)
     for name, weight in padded.model.state_dict().items():
         torch.testing.assert_close(unpadded.model.state_dict()[name], weight, rtol=1e-4, atol=1e-6)
@@ -99,6 +109,26 @@ def test_unpadded_token_states_equal_the_padded_ones_at_the_real_tokens(pooling)
         if a.grad is not None:
             torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=name)
     assert packed[0].auto_model.config._attn_implementation == padded[0].auto_model.config._attn_implementation
+
+
+def test_a_restored_encoder_draws_the_padded_ones_dropout_and_the_cache_keys_a_packed_one_apart():
+    """Packed, dropout falls on other shapes than padded (another draw from the same seed), so the embedding cache
+    keys a packed model's embeddings apart from the same weights'; :func:`restore_encoder` makes it padded again, bit
+    for bit, under the plain key."""
+    texts = ["a man is playing a guitar on the street while people watch", "hi", "the cat sat on the mat",
+             "two dogs run in the park"]
+    plain, packed = tiny_model(0), tiny_model(0)
+    unpad_encoder(packed)
+    assert speed_options(packed) == ["unpadded"] and speed_options(plain) == []
+    assert cache_file(packed, texts, "fp32", False) != cache_file(plain, texts, "fp32", False)
+    expected = dropout_embeddings(plain, texts, seed=1, cache=False)
+    assert not (dropout_embeddings(packed, texts, seed=1, cache=False) == expected).all()
+    assert restore_encoder(packed) == ["0.auto_model"] and restore_encoder(packed) == []  # once
+    assert speed_options(packed) == [] and "forward" not in vars(packed[0].auto_model)
+    assert (dropout_embeddings(packed, texts, seed=1, cache=False) == expected).all()
+    assert cache_file(packed, texts, "fp32", False) == cache_file(plain, texts, "fp32", False)
+    with pytest.raises(ConfigError, match="tf32"):
+        restore_encoder(packed, ("tf32",))
 
 
 def test_unpadded_drophead_drops_the_heads_a_padded_batch_drops():

@@ -2,9 +2,10 @@
 slides' tables needs, its GPU-memory rows, its plan of runs (:func:`plan`, projected by
 :func:`ifcl_paper_projection` from ``benchmarks/results/ifcl_gpu_h100.json``), the runs themselves (:func:`train`
 on a language's :class:`TrainingTexts`, which the notebook and :func:`build` share: ``sentcl reproduce --executor
-ray`` builds each planned run as one task, and the notebook then finds it in the cache), and the measurement its demo
-setting rests on (``benchmarks/ifcl_demo_setting.py``: each method's loss terms at the start and the end of the
-same short run on the demo's stand-in, with the slides' twins and with twins from NLI entailment pairs).
+ray`` builds each planned run as one task, and the notebook then finds it in the cache), Table 4's estimates for a
+trained model (:func:`mutual_information`), and the measurement its demo setting rests on
+(``benchmarks/ifcl_demo_setting.py``: each method's loss terms at the start and the end of the same short run on the
+demo's stand-in, with the slides' twins and with twins from NLI entailment pairs).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ..book.output.results import paper_values
 if TYPE_CHECKING:
     from ..book.notebook.chapter_run import ChapterRun
     from ..data.records import TrainingData
+    from ..evaluation.information import MutualInformation
     from ..training import TrainingResult
 
 NAME = "ifcl"
@@ -202,6 +204,30 @@ def train(run: ChapterRun, data: TrainingTexts, row: str, seed: int) -> tuple[An
     return model, run.train(trainer, stage=training_stage(row, seed, data.chinese))
 
 
+def mutual_information(model, twins: TrainingData, task: tuple[list[str], list[str]] | None, *, fraternal: bool,
+                       candidates: int, temperature: float, embed: Callable[[list[str]], Any],
+                       cache: bool = True) -> tuple[dict[str, MutualInformation], dict[str, Any]]:
+    """Table 4's estimates for one trained model (:func:`~sentcl.evaluation.information.infonce_mutual_information`,
+    ``candidates`` K, critic cos/``temperature``): MI(h, h+) between two dropout draws (seeds 1 and 2) of the twins'
+    sentences, MI(h, h-) between the first and a draw (seed 3) of their fraternal twins (with ``fraternal``), MI_task
+    between ``embed``'s embeddings (evaluation mode) of the STS-B pairs ``task`` (None: not estimated). The draws are
+    :func:`~sentcl.evaluation.information.dropout_embeddings` (``cache``: kept in the embedding cache). Returns the
+    estimates by column and the drawn views ``{"h", "h+"[, "h-"]}``."""
+    from ..evaluation.information import dropout_embeddings, infonce_mutual_information
+
+    texts = twins.columns["text"]
+    views = {"h": dropout_embeddings(model, texts, seed=1, cache=cache),
+             "h+": dropout_embeddings(model, texts, seed=2, cache=cache)}
+    found = {"MI(h, h+)": infonce_mutual_information(views["h"], views["h+"], candidates=candidates, temperature=temperature)}
+    if fraternal:
+        views["h-"] = dropout_embeddings(model, twins.columns["fraternal"], seed=3, cache=cache)
+        found["MI(h, h-)"] = infonce_mutual_information(views["h"], views["h-"], candidates=candidates, temperature=temperature)
+    if task is not None:
+        found["MI_task"] = infonce_mutual_information(embed(task[0]), embed(task[1]), candidates=candidates,
+                                                      temperature=temperature)
+    return found, views
+
+
 def build(run: ChapterRun, stage: PlannedStage) -> None:
     """Build one planned stage (:func:`plan`) into the artifact cache, as the notebook would: one row's run of one
     seed, English or Chinese (its ``args``: row, seed, Chinese?)."""
@@ -322,5 +348,5 @@ CHAPTER = Chapter(
 
 
 __all__ = ["CHAPTER", "FRATERNAL", "PAPER_MODELS", "TrainingTexts", "build", "data_needs", "encoders", "ifcl_loss",
-           "ifcl_paper_projection", "ifcl_setting_frame", "ifcl_step", "memory_rows", "plan", "sentences", "train",
-           "training_stage"]
+           "ifcl_paper_projection", "ifcl_setting_frame", "ifcl_step", "memory_rows", "mutual_information", "plan",
+           "sentences", "train", "training_stage"]

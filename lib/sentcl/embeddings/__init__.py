@@ -140,12 +140,17 @@ def cache_file(
     ``dropout``: for embeddings drawn with dropout on
     (:func:`sentcl.evaluation.information.dropout_embeddings`), what decides the draw (seed, rates,
     batch size, device), as JSON data; part of the key. Without it the key is that of :func:`encode`.
+    A model that runs packed or compiled (:func:`sentcl.models.speed_options`; its sums, and its dropout masks, fall
+    otherwise) keys its embeddings apart from the same weights run plainly.
     """
-    from ..models import fingerprint
+    from ..models import fingerprint, speed_options
 
     spec = {"texts": texts_hash(texts), "n": len(texts), "precision": precision, "normalize": bool(normalize)}
     if dropout is not None:
         spec["dropout"] = dropout
+    options = speed_options(model)
+    if options:  # a plain model's keys stay those it always had
+        spec["speed_options"] = options
     return cache_root() / "embeddings" / fingerprint(model) / f"{stable_hash(spec)}.npy"
 
 

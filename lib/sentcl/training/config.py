@@ -50,7 +50,8 @@ class TrainingConfig:
         ``compile`` compiles the encoder with ``torch.compile`` (:func:`sentcl.models.compile_encoder`);
         ``unpadded`` runs it padding-free, on the batch's real tokens only (:func:`sentcl.models.unpad_encoder`);
         ``tf32`` lets fp32 runs on a GPU multiply in TF32 (:func:`sentcl.precision.tf32`). Part of the
-        run's key when on.
+        run's key when on. They hold while the run trains: the trained model leaves the trainer padded and
+        eager (:func:`sentcl.models.restore_encoder`), as the same weights loaded from the cache are.
 
     Evaluation, model selection, early stopping
         Evaluate every ``eval_fraction`` of an epoch (0.1: at 10 %, 20 %, … 100 %) or every

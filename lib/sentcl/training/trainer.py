@@ -54,7 +54,7 @@ from sentcl.embeddings import encode as encode_texts
 from sentcl.errors import ConfigError
 from sentcl.hashing import stable_hash
 from sentcl.io import atomic_directory, atomic_path
-from sentcl.models import compile_encoder, fingerprint, unpad_encoder
+from sentcl.models import compile_encoder, fingerprint, restore_encoder, speed_options, unpad_encoder
 from sentcl.precision import autocast, note_use, resolve_precision, tf32
 from sentcl.progress import progress_bar
 from sentcl.training import checkpoint, distributed
@@ -263,18 +263,22 @@ class Trainer:
         if self._trained:
             raise ConfigError("this Trainer has trained its model already: build a new Trainer (and model) for another run")
         started = time.perf_counter()
+        already = speed_options(self.model)
         if self.config.unpadded:
             unpad_encoder(self.model)
         if self.config.compile:
             compile_encoder(self.model)
-        with tf32(self.config.tf32, self.precision, self.procs.device):
-            try:
-                resumed_from = self._prepare(run_key)
-                rows = self._loop()
-                health = self._finish()
-            finally:  # a checkpoint being written is finished and counted before this returns, even on an error
-                with contextlib.suppress(Exception):
-                    self._checkpoint_written()
+        try:
+            with tf32(self.config.tf32, self.precision, self.procs.device):
+                try:
+                    resumed_from = self._prepare(run_key)
+                    rows = self._loop()
+                    health = self._finish()
+                finally:  # a checkpoint being written is finished and counted before this returns, even on an error
+                    with contextlib.suppress(Exception):
+                        self._checkpoint_written()
+        finally:  # the model leaves as it came, padded and eager: as the same weights loaded from the cache (issue 45)
+            restore_encoder(self.model, tuple(o for o in speed_options(self.model) if o not in already))
         self._trained = True
         seconds = time.perf_counter() - started
         note_use("training runs", self.precision, self.procs.device)
