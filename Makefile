@@ -72,7 +72,9 @@ check: setup
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -m "not slow" -q $(PYTEST_ARGS)
 
+# sentcl-mini, the demo's encoder, is shipped (data/model/sentcl-mini): checked against its card's sha256, never retrained here
 book: setup
+	$(BIN)/sentcl pretrain --verify
 	$(BIN)/sentcl reproduce --profile $(PROFILE) $(if $(DATA_DIR),--data-dir $(DATA_DIR),)
 
 wheel: $(VENV)/.installed

@@ -60,6 +60,16 @@ def machine() -> dict:
     }
 
 
+def header(benchmark: str, load_before: tuple[float, float, float]) -> dict:
+    """The opening fields of a benchmark's record: its name, the date, :func:`machine`, the load average before and now."""
+    return {
+        "benchmark": benchmark,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "load_average_1_5_15_min": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+    }
+
+
 def timed(fn, *args, **kwargs) -> tuple[float, object]:
     start = time.perf_counter()
     out = fn(*args, **kwargs)

