@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.records import LabelledPairs, RetrievalSet, ScoredPairs, Sentences
-from ..errors import DataMissingError
+from ..errors import ConfigError, DataMissingError
 
 SOURCES: tuple[tuple[str, str], ...] = (
     ("wiki1m", "prefix"),
@@ -90,7 +90,7 @@ def record_texts(record: ScoredPairs | LabelledPairs | Sentences | RetrievalSet,
         else:
             documents = {d for judged in record.qrels.values() for d in judged}
         return [*record.queries.values(), *(record.corpus[d] for d in sorted(documents) if d in record.corpus)]
-    raise TypeError(f"no texts in a {type(record).__name__}")
+    raise ConfigError(f"no texts in a {type(record).__name__} (expected sentences, pairs or a retrieval set)")
 
 
 @dataclass
