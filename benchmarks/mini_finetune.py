@@ -28,18 +28,13 @@ HERE = Path(__file__).resolve().parent
 
 def random_init(folder: Path) -> Path:
     """sentcl-mini's architecture and tokenizer at BERT's initialisation (its card's seed), exported as the mini is."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+    from transformers import AutoTokenizer, BertConfig
 
     from sentcl.pretraining.card import shipped_dir, verify
-    from sentcl.pretraining.mlm import export_encoder
+    from sentcl.pretraining.mlm import export_random_init
 
-    seed = verify()["config"]["seed"]
-    config = BertConfig.from_pretrained(shipped_dir())
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = BertForMaskedLM(config)
-    return export_encoder(model, AutoTokenizer.from_pretrained(shipped_dir()), folder, seed)
+    return export_random_init(BertConfig.from_pretrained(shipped_dir()), AutoTokenizer.from_pretrained(shipped_dir()), folder,
+                              verify()["config"]["seed"])
 
 
 def run(start: str, lr: float, seed: int, pairs, stsb, batch_size: int, work: Path) -> dict:

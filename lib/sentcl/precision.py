@@ -124,6 +124,17 @@ def _cpu_flags_bf16() -> bool:
     return False
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; elsewhere what ``platform`` says)."""
+    import platform
+
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def cuda_supports_bf16(device: torch.device | str = "cuda") -> bool:
     """Whether the CUDA device computes bf16 natively (compute capability 8.0 or higher)."""
     return _capability(device) >= (8, 0)

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import ConfigError, DataFormatError, SentclError
+from ..hashing import file_sha256
 from ..paths import DATA_ENV
 from ..progress import progress_bar
 from .loaders.common import NLI_LABELS
@@ -100,14 +101,6 @@ def check_sha256(where: str, found: str, expected: str | None) -> None:
         raise DataFormatError(where, None, f"sha256 {expected}", found)
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 # --------------------------------------------------------------------------------------
 # The Hugging Face copies
 
@@ -135,7 +128,7 @@ def fetch_hub(hub: HubSource) -> dict[str, Path]:
             return {}
         except (EntryNotFoundError, HfHubHTTPError) as exc:
             raise SentclError(f"cannot download {hub.url(file.path)}: {exc}") from None
-        check_sha256(hub.url(file.path), _file_sha256(local[to]), file.sha256)
+        check_sha256(hub.url(file.path), file_sha256(local[to], CHUNK), file.sha256)
     return local
 
 

@@ -8,7 +8,6 @@ and ``README.md``, written from it. :func:`verify` checks each shipped file agai
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataMissingError, SentclError
+from ..hashing import file_sha256
 from ..io import atomic_write_json, atomic_write_text, read_json
 from ..paths import resource
 
@@ -34,17 +34,9 @@ def shipped_dir() -> Path:
     return resource(*SHIPPED)
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def file_hashes(folder: Path) -> dict[str, str]:
     """sha256 of every file of the model folder but the card's own two files."""
-    return {p.name: sha256(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name not in (CARD, "README.md")}
+    return {p.name: file_sha256(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name not in (CARD, "README.md")}
 
 
 def verify(folder: str | Path | None = None) -> dict[str, Any]:
@@ -60,7 +52,7 @@ def verify(folder: str | Path | None = None) -> dict[str, Any]:
         path = folder / name
         if not path.is_file():
             raise DataMissingError(f"{path} is missing; rebuild sentcl-mini with `{REBUILD}` (or restore the file from git)")
-        found = sha256(path)
+        found = file_sha256(path)
         if found != expected:
             raise SentclError(f"{path} is damaged: its sha256 is {found}, its card says {expected}; restore it from git "
                               f"or rebuild sentcl-mini with `{REBUILD}`")

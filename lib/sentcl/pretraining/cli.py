@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import sys
 from pathlib import Path
@@ -78,15 +77,14 @@ def _architecture(text: str):
 
 def build(args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
     """Corpus, pretraining, export, zero-shot scores and card: the whole recipe of ``sentcl pretrain``."""
-    import numpy as np
     from transformers import AutoTokenizer
 
     from ..models import MINILM, resolve_model
     from ..paths import cache_root
     from ..precision import cpu_supports_bf16
-    from .card import unigram_entropy, write_card
+    from .card import write_card
     from .corpus import SOURCES, build_corpus
-    from .mlm import PretrainConfig, export_encoder, pack, pretrain, run_key, write_record
+    from .mlm import PretrainConfig, export_encoder, export_random_init, pretrain, run_key, write_record
 
     sources = SOURCES if not args.sources else tuple(tuple(s.split("/", 1)) for s in args.sources)
     if any(len(s) != 2 for s in sources):
@@ -111,26 +109,20 @@ def build(args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
     export_encoder(model, tokenizer, out, config.seed)
     random_dir = work / "random-init"
     if not random_dir.is_dir():
-        import torch
-        from transformers import BertForMaskedLM
-
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(config.seed)
-            export_encoder(BertForMaskedLM(model.config), tokenizer, random_dir, config.seed)
+        export_random_init(model.config, tokenizer, random_dir, config.seed)
     zero_shot = _zero_shot(args.zero_shot_tasks, root, {f"{NAME} (this model)": out, "the same BERT at its random "
                            "initialisation": random_dir, "all-MiniLM-L6-v2 (sentence-trained reference)": MINILM})
-    rows = pack(corpus.train, tokenizer, config.seq_len, config.seed)
     card = {
         "name": NAME,
         "architecture": config.architecture.__dict__,
         "parameters": sum(p.numel() for p in model.bert.parameters()),
         "vocab_size": len(tokenizer),
         "tokenizer": MINILM,
-        "train_tokens": int(np.count_nonzero(rows != tokenizer.cls_token_id)),
+        "train_tokens": result.train_tokens,
         "corpus": corpus.summary(),
         "config": config.to_dict(),
         "result": result.to_dict(),
-        "unigram_entropy": unigram_entropy(rows, tokenizer.all_special_ids),
+        "unigram_entropy": result.unigram_entropy,
         "zero_shot_tasks": list(args.zero_shot_tasks),
         "zero_shot": zero_shot,
         "machine": _machine(cpu_supports_bf16()),
@@ -171,11 +163,7 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def _machine(native_bf16: bool) -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), model)
-    except OSError:
-        pass
+    from ..precision import cpu_model
+
     threads = os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count())
-    return f"{model}, {threads} threads, {'native' if native_bf16 else 'no native'} bf16"
+    return f"{cpu_model()}, {threads} threads, {'native' if native_bf16 else 'no native'} bf16"

@@ -209,7 +209,7 @@ def build_corpus(
         except DataMissingError as exc:
             raise DataMissingError(f"pretraining corpus source {dataset}/{split}: {exc}") from None
         count = SourceCount(dataset, split)
-        for text in _clean(record_texts(record)):
+        for text in (t.strip() for t in record_texts(record)):
             count.texts += 1
             key = normalise(text)
             if not key:
@@ -228,11 +228,6 @@ def build_corpus(
             seen.add(key)
         counts.append(count)
     return Corpus(train, heldout, counts, evaluation, dict(examples))
-
-
-def _clean(texts: Iterable[str]) -> Iterable[str]:
-    for text in texts:
-        yield text.strip()
 
 
 def _example(examples: dict[str, list[str]], kind: str, text: str, keep: int = 5) -> None:

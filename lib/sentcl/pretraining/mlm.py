@@ -178,6 +178,10 @@ class PretrainResult:
     step_seconds: list[float]
     """Each step's wall time: batch, masking, forward, backward, optimiser (not the held-out evaluations)."""
     heldout: list[tuple[int, float]]
+    train_tokens: int
+    """The corpus' tokens as packed (every position but [CLS]: its [SEP]s included)."""
+    unigram_entropy: float
+    """The packed corpus' unigram entropy in nats, special tokens left out (:func:`sentcl.pretraining.card.unigram_entropy`)."""
     seconds: float
     tokens_per_second: float
     resumed_from: int | None = None
@@ -213,6 +217,7 @@ def pretrain(
     from transformers import BertForMaskedLM, DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
 
     from ..training.checkpoint import load_state, save_state
+    from .card import unigram_entropy
 
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -302,7 +307,9 @@ def pretrain(
         config=config.to_dict(), steps=len(history["losses"]), train_rows=len(train_rows), heldout_rows=len(heldout_rows),
         precision=precision, losses=history["losses"], learning_rates=history["learning_rates"],
         step_seconds=history.get("step_seconds", []),
-        heldout=[(int(s), float(v)) for s, v in history["heldout"]], seconds=seconds,
+        heldout=[(int(s), float(v)) for s, v in history["heldout"]],
+        train_tokens=int(np.count_nonzero(train_rows != tokenizer.cls_token_id)),
+        unigram_entropy=unigram_entropy(train_rows, tokenizer.all_special_ids), seconds=seconds,
         tokens_per_second=len(history["losses"]) * config.batch_size * config.seq_len / max(seconds, 1e-9),
         resumed_from=resumed,
     )
@@ -334,6 +341,17 @@ def export_encoder(mlm_model, tokenizer, folder: str | Path, seed: int) -> Path:
         config["dtype"] = "float32"  # fp16 is storage only: loaded ("auto"), the encoder computes in fp32
         atomic_write_json(tmp / "config.json", config)
     return folder
+
+
+def export_random_init(bert_config, tokenizer, folder: str | Path, seed: int) -> Path:
+    """The same BERT at its initialisation under ``seed`` (as :func:`pretrain` draws it), exported as
+    :func:`export_encoder` exports a trained one: the control every comparison with the mini needs."""
+    from transformers import BertForMaskedLM
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = BertForMaskedLM(bert_config)
+    return export_encoder(model, tokenizer, folder, seed)
 
 
 def write_record(path: str | Path, result: PretrainResult) -> Path:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ...errors import ConfigError, DataFormatError
 from ...io import atomic_write_json, read_json, report_damaged
-from ...precision import describe_machine
+from ...precision import cpu_model, describe_machine
 from ..profiles import policy
 from .layout import Layout
 from .results import current_run_id
@@ -119,15 +119,7 @@ def device_description() -> str:
         if torch.cuda.is_available():
             n = torch.cuda.device_count()
             return f"{torch.cuda.get_device_name(0)}" + (f" x{n}" if n > 1 else "")
-    return f"CPU: {_cpu_model()} ({os.cpu_count()} cores)"
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    return f"CPU: {cpu_model()} ({os.cpu_count()} cores)"
 
 
 def _importable(name: str) -> bool:
