@@ -34,9 +34,9 @@ ROWS = {
         "average": {"all-MiniLM-L6-v2 untouched (mean pooling)": {"value": 80.0, "std": None, "seeds": [0]},
                     "MNRLSBERT": {"value": 80.5, "std": 0.1, "seeds": [0, 1, 2]},
                     "SBERT": {"value": 78.25, "std": 0.3, "seeds": [0, 1, 2]}},
-        "claims": [_claim("MNRLSBERT", "SBERT", 2.25, 1.5, 3.0, "holds"),
+        "claims": [_claim("MNRLSBERT", "SBERT", 2.25, 1.5, 3.0, "direction reproduced"),
                    _claim("MNRLSBERT", "all-MiniLM-L6-v2 untouched (mean pooling)", 0.5, -0.1, 1.1, "undetermined"),
-                   _claim("SBERT", "all-MiniLM-L6-v2 untouched (mean pooling)", -1.75, -2.5, -1.0, "contradicted")],
+                   _claim("SBERT", "all-MiniLM-L6-v2 untouched (mean pooling)", -1.75, -2.5, -1.0, "direction reversed")],
         "health": {"MNRLSBERT seed 0": _health(84, 0.9921), "SBERT seed 0": _health(63, 0.9812),
                    "SBERT seed 1": _health(63, 0.9995, active=False)},
     }],
@@ -67,7 +67,7 @@ CQA = {
                     "BSC - random shuffle": {"value": 0.6845, "std": 0.0072, "seeds": [0, 1, 2]},
                     UNTOUCHED: {"value": 0.6767, "std": None, "seeds": [0]}},
         "claims": [_claim("BSC", "BSC - random shuffle", 0.0008, -0.006, 0.0075, "undetermined"),
-                   _claim("BSC", UNTOUCHED, 0.0086, 0.002, 0.015, "holds")],
+                   _claim("BSC", UNTOUCHED, 0.0086, 0.002, 0.015, "direction reproduced")],
         "health": {"CQA-A BSC seed 0": _health(60, 0.997), "CQA-A BSC - random shuffle seed 0": _health(60, 0.9976)},
     }],
 }
@@ -89,17 +89,17 @@ def test_the_training_rows_table_shows_each_budget_its_averages_intervals_and_he
     row = table.loc[1000]
     assert row["steps (MNRL / softmax)"] == "84 / 63"
     assert row["untouched"] == "80.00" and row["MNRLSBERT"] == "80.50 ± 0.10" and row["SBERT"] == "78.25 ± 0.30"
-    assert row["MNRLSBERT − SBERT"] == "+2.25 [+1.50, +3.00] holds"
+    assert row["MNRLSBERT − SBERT"] == "+2.25 [+1.50, +3.00] direction reproduced"
     assert row["MNRLSBERT − untouched"] == "+0.50 [-0.10, +1.10] undetermined"
-    assert row["SBERT − untouched"] == "-1.75 [-2.50, -1.00] contradicted"
+    assert row["SBERT − untouched"] == "-1.75 [-2.50, -1.00] direction reversed"
     assert row["lowest cosine to start"] == "0.9812" and row["trained (active)"] == "2 of 3"
     assert "seeds [0, 1, 2]" in caption and "2,000 rows" in caption and "AMD EPYC" in caption
-    assert caption.endswith('The paper\'s claim "MNRLSBERT above SBERT": holds at 1,000 rows per seed.')
+    assert caption.endswith('The paper\'s claim "MNRLSBERT above SBERT": direction reproduced at 1,000 rows per seed.')
     page = benchmarks.chapter_section("mnrl_sbert")
-    assert "+2.25 [+1.50, +3.00] holds" in page and page.count("\n|") >= 3
+    assert "+2.25 [+1.50, +3.00] direction reproduced" in page and page.count("\n|") >= 3
     shown, turned = benchmarks.measurement("mnrl_sbert")  # the notebook's cell: caption, then the table turned
     assert shown == caption and len(table.columns) > 8 and list(turned.columns) == list(table.index)
-    assert turned.loc["MNRLSBERT − SBERT", 1000] == "+2.25 [+1.50, +3.00] holds"
+    assert turned.loc["MNRLSBERT − SBERT", 1000] == "+2.25 [+1.50, +3.00] direction reproduced"
     assert turned.columns.name == table.index.name and turned.index.name is None  # one header row: "rows per seed"
 
 
@@ -122,7 +122,7 @@ def test_the_cqa_shuffle_table_shows_each_step_count_its_maps_intervals_and_heal
     row = table.loc[60]
     assert row["BSC"] == "0.685 ± 0.003" and row["all-MiniLM-L6-v2 untouched"] == "0.677"
     assert row["BSC − BSC - random shuffle"] == "+0.001 [-0.006, +0.007] undetermined"
-    assert row["BSC − all-MiniLM-L6-v2 untouched"] == "+0.009 [+0.002, +0.015] holds"
+    assert row["BSC − all-MiniLM-L6-v2 untouched"] == "+0.009 [+0.002, +0.015] direction reproduced"
     assert row["lowest cosine to start"] == "0.9970" and row["trained (active)"] == "2 of 2"
     assert row["notebook wall time"] == "8.8 min" and row["median training run"] == "35 s"
     assert "batches of 8" in caption and "2e-05 with bias correction" in caption and "Intel Xeon" in caption
@@ -153,13 +153,13 @@ def test_the_recorded_results_read(chapter):
 
 def test_the_caption_groups_the_papers_claim_by_verdict_across_budgets(recorded):
     runs = []
-    for rows, verdict in ((1000, "undetermined"), (2000, "undetermined"), (3000, "holds")):
+    for rows, verdict in ((1000, "undetermined"), (2000, "undetermined"), (3000, "direction reproduced")):
         run = json.loads(json.dumps(ROWS["runs"][0]))
         run["train_pairs"], run["claims"][0]["verdict"] = rows, verdict
         runs.append(run)
     recorded(CHAPTERS["mnrl_sbert"].measurement.record, {**ROWS, "runs": runs})
     _, caption = benchmarks.measurement_frame("mnrl_sbert")
-    assert caption.endswith('"MNRLSBERT above SBERT": undetermined at 1,000 and 2,000; holds at 3,000 rows per seed.')
+    assert caption.endswith('"MNRLSBERT above SBERT": undetermined at 1,000 and 2,000; direction reproduced at 3,000 rows per seed.')
 
 
 def test_a_record_is_read_once_one_way_none_when_absent_and_its_line_when_broken(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from sentcl.book.output.claims import CLAIM_COLUMNS, mark_headlines, seeds_for_gap
+from sentcl.book.output.claims import CLAIM_COLUMNS, REPRODUCED, mark_headlines, seeds_for_gap
 from sentcl.book.pages.answer import answer, cell
 from sentcl.book.pages.findings import (
     build_banner,
@@ -27,7 +27,8 @@ def claim(left, right, verdict, *, table="Table 1", column="Average", delta=math
           reason="", **extra):
     row = dict.fromkeys(CLAIM_COLUMNS) | {"chapter": "x", "table": table, "claim": f"{left} above {right}", "left": left,
                                           "right": right, "column": column, "delta": delta, "ci_low": low, "ci_high": high,
-                                          "verdict": verdict, "reason": reason, "source": "paper"}
+                                          "verdict": verdict, "reason": reason, "source": "paper",
+                                          "family": "secondary", "family_m": 1, "estimand": "test set"}
     return row | extra
 
 
@@ -45,9 +46,10 @@ def test_a_tested_claim_shows_the_papers_gap_ours_with_both_intervals_and_the_de
     assert cells[1] == "+0.50"  # the paper's gap
     assert cells[2] == "+0.40 [-0.20, +1.00]"
     assert cells[3] == "**undetermined** [-0.50, +1.30]"
-    assert cells[4].startswith("1.10") and "cannot see it" in cells[4]  # the paper's 0.5 is below the 1.1 it could see
+    assert cells[4].startswith("1.10") and "under 80 % power at the paper's gap" in cells[4]  # 0.5 is below the 1.1
+    assert "cannot see" not in cells[4]  # a statement about power, not that the gap is invisible
     bigger = finding_cells(row | {"paper_left": 82.0, "paper_gap": 2.0})
-    assert "cannot see" not in bigger[4]  # a paper gap of 2.0 the design could have detected
+    assert "under 80 %" not in bigger[4]  # a paper gap of 2.0 the design could have detected
 
 
 def test_the_verdict_cell_shows_the_adjusted_interval_it_rests_on():
@@ -64,7 +66,7 @@ def test_not_tested_claims_fold_one_line_per_table_and_reason_whatever_their_row
         claim("BSC", "Triplet", "not tested", table="Table 2",
               reason="BSC rests on a model that did not train, BSC seed 0: barely moved; BSC seed 1: barely moved"),
         claim("BSC", "MSE", "not tested", table="Table 3", reason="BSC not run: CQA-A: data absent (cqa/train.xml)"),
-        claim("BSC", "MSE", "holds", table="Table 5", delta=1.0, low=0.5, high=1.5),
+        claim("BSC", "MSE", REPRODUCED, table="Table 5", delta=1.0, low=0.5, high=1.5),
     ])
     groups = not_tested_groups(frame)
     assert [(t, r, len(c)) for t, r, c in groups] == [
@@ -88,12 +90,17 @@ def test_not_tested_claims_fold_one_line_per_table_and_reason_whatever_their_row
 def test_the_findings_section_lists_every_verdict_and_folds_the_rest():
     frame = pd.DataFrame([
         claim("BSC", "MSE", "undetermined", delta=0.1, low=-0.3, high=0.5),
-        claim("MSE", "BSC", "holds", table="Table 5", delta=1.9, low=0.7, high=3.4),
+        claim("MSE", "BSC", REPRODUCED, table="Table 5", delta=1.9, low=0.7, high=3.4, family="primary", central="B1"),
         *[claim(f"R{i}", "MSE", "not tested", table="Table 2", reason=f"R{i} not run: data absent") for i in range(83)],
     ])
     text = findings_section(state(frame))
-    assert text.startswith("In the demo profile: **1 hold, 0 contradicted, 1 undetermined, 83 not tested**")
-    assert text.index("MSE above BSC") < text.index("BSC above MSE")  # what holds comes first
+    assert text.startswith("In the demo profile, each family on its own (never pooled): **primary** (1 claim, Holm over the "
+                           "1 the plan tests): 1 direction reproduced, 0 direction reversed, 0 undetermined, 0 not tested; "
+                           "**secondary** (84 claims, Holm over the 1 the plan tests): 0 direction reproduced, 0 direction "
+                           "reversed, 1 undetermined, 83 not tested.")
+    assert "A verdict is about the direction of a difference in this design, about the *test set*." in text
+    assert text.index("*Primary family* (the chapter's central claims)") < text.index("MSE above BSC (B1; Table 5, Average)")
+    assert text.index("MSE above BSC") < text.index("*Secondary family*") < text.index("BSC above MSE")
     assert "Table 2: 83 claims not tested — not run: data absent" in text
     assert text.count("<details") == 1 and text.count("<li>") == 83
 
@@ -122,7 +129,7 @@ def test_a_partial_build_says_which_chapters_completed_were_interrupted_and_did_
 def test_headlines_are_marked_on_their_claim_in_either_order_and_a_missing_one_is_an_error():
     from sentcl.errors import ConfigError
 
-    frame = pd.DataFrame([claim("MSE", "BSC", "holds"), claim("BSC", "zero-shot", "undetermined")])
+    frame = pd.DataFrame([claim("MSE", "BSC", REPRODUCED), claim("BSC", "zero-shot", "undetermined")])
     marked = mark_headlines(frame, {"baseline": ("BSC", "MSE"), "untouched": ("BSC", "zero-shot")})
     assert marked["headline"].tolist() == ["baseline", "untouched"] and marked["headline_row"].tolist() == ["BSC", "BSC"]
     with pytest.raises(ConfigError, match="no claim compares 'BSC' with 'SimCSE'"):
@@ -130,21 +137,25 @@ def test_headlines_are_marked_on_their_claim_in_either_order_and_a_missing_one_i
 
 
 def test_an_answer_cell_is_oriented_method_minus_the_other():
-    """The paper says MSE above BSC and it holds: for BSC against MSE the cell says worse, with the negated interval."""
-    said = pd.Series(claim("MSE", "BSC", "holds", delta=1.92, low=0.74, high=3.36))
-    assert cell(said, "BSC") == "vs MSE: **worse** -1.92 [-3.36, -0.74]"
-    assert cell(said, "MSE") == "vs BSC: **better** +1.92 [+0.74, +3.36]"
+    """The paper says MSE above BSC and its direction is reproduced: for BSC against MSE the cell says so, that BSC
+    came out below, its family, and the negated interval (never "better" or "worse": a verdict is about direction)."""
+    said = pd.Series(claim("MSE", "BSC", REPRODUCED, delta=1.92, low=0.74, high=3.36))
+    assert cell(said, "BSC") == "vs MSE: **direction reproduced**, BSC below (secondary) -1.92 [-3.36, -0.74]"
+    assert cell(said, "MSE") == "vs BSC: **direction reproduced**, MSE above (secondary) +1.92 [+0.74, +3.36]"
+    assert cell(pd.Series(claim("MSE", "BSC", "undetermined", delta=1.92, low=0.74, high=3.36)), "BSC") == "vs MSE: **undetermined** (secondary) -1.92 [-3.36, -0.74]"
     assert cell(pd.Series(claim("A", "B", "not tested", reason="B not run: absent")), "A") == "vs B: *not tested* (not run: absent)"
 
 
 def test_the_answer_reads_every_chapters_headlines_also_without_geometry():
-    bsc = mark_headlines(pd.DataFrame([claim("MSE", "BSC", "holds", delta=1.9, low=0.7, high=3.4),
+    bsc = mark_headlines(pd.DataFrame([claim("MSE", "BSC", REPRODUCED, delta=1.9, low=0.7, high=3.4),
                                        claim("BSC", "zero-shot", "undetermined", delta=0.2, low=-0.3, high=0.6)]),
                          {"baseline": ("BSC", "MSE"), "untouched": ("BSC", "zero-shot")})
     states = [state(bsc), state(pd.DataFrame(), status=None, executed="x", chapter="rcl", title="RCL: regularized"),
               state(pd.DataFrame(), status=None, chapter="geometry", title="Geometry: ours")]
     text = answer(states)
-    assert "| [BSC](bsc.md) | vs MSE: **worse** -1.90 [-3.40, -0.70] | vs zero-shot: **undetermined** +0.20 [-0.30, +0.60] |" in text
+    assert ("| [BSC](bsc.md) | vs MSE: **direction reproduced**, BSC below (secondary) -1.90 [-3.40, -0.70] | vs zero-shot: "
+            "**undetermined** (secondary) +0.20 [-0.30, +0.60] |") in text
+    assert "never pooled across families or chapters" in text and "better" not in text and "worse" not in text
     assert "[RCL](rcl.md) (interrupted) | interrupted before its claims" in text
     assert "*This build:* complete: bsc; interrupted: rcl; not run: geometry." in text
     assert "not run in this build" in text  # the equal-budget column, geometry absent
@@ -166,7 +177,7 @@ def power_state(**extra):
     central = claim("BSC", "MSE", "undetermined", delta=0.2, low=-0.9, high=1.3, paper_gap=0.5, headline="baseline",
                     headline_row="BSC", mde=2.8 * math.hypot(0.4, 0.1), seed_se=0.4, item_se=0.1, seeds_left=3,
                     seeds_right=3) | extra
-    other = claim("BSC", "untouched", "holds", delta=3.0, low=1.0, high=5.0, headline="untouched", headline_row="BSC")
+    other = claim("BSC", "untouched", REPRODUCED, delta=3.0, low=1.0, high=5.0, headline="untouched", headline_row="BSC")
     s = state(pd.DataFrame([other, central]))
     s.record.wall_time_s = 600.0
     names = [f"{row} seed {k}" for row in ("BSC", "MSE") for k in range(3)]
@@ -182,7 +193,7 @@ def test_the_power_note_prices_the_seeds_the_central_claim_needs_against_the_bud
     assert "63 min, beyond the chapter's 12-minute budget" in note
     assert "within the chapter's 80-minute budget: the profile's seeds could rise" in power_note(power_state(), budget_minutes=80)
     hidden = power_note(power_state(item_se=0.2, mde=2.8 * math.hypot(0.4, 0.2)))
-    assert "no number of training seeds can show it" in hidden and "SE 0.20" in hidden
-    assert "this design can see it" in power_note(power_state(paper_gap=2.0))
+    assert "under 80 % power whatever the number of training seeds" in hidden and "SE 0.20" in hidden
+    assert "this design has at least 80 % power at it" in power_note(power_state(paper_gap=2.0))
     assert power_note(power_state(paper_gap=None)) is None  # a claim of ours: no paper gap to reach
     assert "**Power**" in findings_section(power_state())

@@ -167,7 +167,7 @@ def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_
     costs = {"MNRL": 1.0, "BSC": 1.2, "RCL": 3.0, "IFCL": 1.5}
     for row, noise in quality.items():
         seeds = [0] if row == "base (untouched)" else [0, 1, 2]
-        runs = None if row == "base (untouched)" else {s: fake.done(True, f"{row} seed {s}", steps=60) for s in seeds}
+        runs = False if row == "base (untouched)" else {s: fake.done(True, f"{row} seed {s}", steps=60) for s in seeds}
         run.record_scores(row, {s: fake.scored(noise, s, keys=("STSb", "SICK-R")) for s in seeds}, trained=runs,
                           tables=["Equal budget: STS"])
         if row in costs:
@@ -178,9 +178,9 @@ def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_
     text = answer(chapter_states(tmp_path, tmp_path))
     assert "**In the demo profile (a miniature)**" in text
     rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| [")}
-    assert "vs MNRL: **better**" in rows["[RCL](rcl.md) (not run)"] and "costs 3.00 × MNRL" in rows["[RCL](rcl.md) (not run)"]
-    assert "vs MNRL: **worse**" in rows["[IFCL](ifcl.md) (not run)"]
-    assert "vs MNRL: **undetermined** " in rows["[BSC](bsc.md) (not run)"]
+    assert "vs MNRL: **direction reproduced**, RCL above" in rows["[RCL](rcl.md) (not run)"] and "costs 3.00 × MNRL" in rows["[RCL](rcl.md) (not run)"]
+    assert "vs MNRL: **direction reversed**, IFCL below" in rows["[IFCL](ifcl.md) (not run)"]
+    assert "vs MNRL: **undetermined** (secondary) " in rows["[BSC](bsc.md) (not run)"]
     assert "the reference" in rows["[MNRL-SBERT](mnrl_sbert.md) (not run)"]
     assert "*Limits:*" in text and "each model trained 60 optimizer steps" in text and "300 test items" in text
     assert "sample data" in text  # this run read the sample data: the answer says it tests the code

@@ -39,7 +39,8 @@ def test_toc_lists_every_chapter_and_its_notebook():
     chapters = [c for part in toc["parts"] for c in part["chapters"]]
     listed = [(c["file"], [s["file"] for s in c.get("sections", [])]) for c in chapters]
     assert listed[: len(CHAPTERS)] == [(f"book/{c}", [f"notebooks/{c}"]) for c in CHAPTERS]
-    assert [f for f, _ in listed[len(CHAPTERS):]] == [f"book/_generated/{p}" for p in ("scorecard", "datasets", "environment")]
+    assert [f for f, _ in listed[len(CHAPTERS):]] == ["book/statistics", *(f"book/_generated/{p}" for p in ("scorecard", "datasets", "environment"))]
+    assert "_generated/worked_claim.md" in (ROOT / "book" / "statistics.md").read_text()
     for chapter in CHAPTERS:
         page = (ROOT / "book" / f"{chapter}.md").read_text()
         assert f"_generated/{chapter}/results.md" in page, f"book/{chapter}.md must include its generated results"
@@ -115,10 +116,10 @@ def demo_output(out: Path, profile: str = "demo", values: dict | None = None) ->
                                     config={"data_root": FAKE_DATA, "sample": False, "executed": str(out / "x.ipynb")}))
     write_claims(out, "mnrl_sbert", pd.DataFrame([{
         "chapter": "mnrl_sbert", "table": "Table 2", "claim": "MNRLSBERT above SBERT", "left": "MNRLSBERT", "right": "SBERT",
-        "column": "Average", "delta": 3.6, "ci_low": 1.2, "ci_high": 6.0, "p": 0.002, "p_holm": 0.002, "verdict": "holds",
+        "column": "Average", "delta": 3.6, "ci_low": 1.2, "ci_high": 6.0, "p": 0.002, "p_holm": 0.002, "verdict": "direction reproduced",
         "reason": "Holm-adjusted p 0.002", "design": "paired over items, unpaired over seeds", "seeds_left": 3,
         "seeds_right": 3, "paper_left": 78.6, "paper_right": 74.89, "source": "paper", "paper_gap": 3.71, "adj_low": 1.2,
-        "adj_high": 6.0, "mde": 3.4}]))
+        "adj_high": 6.0, "mde": 3.4, "family": "primary", "central": "M1", "family_m": 1}]))
     (out / "data_used").mkdir(parents=True, exist_ok=True)
     (out / "data_used" / "mnrl_sbert.json").write_text(json.dumps(
         {"chapter": "mnrl_sbert", "run_id": "run-1", "profile": profile, "data_root": FAKE_DATA, "sample": False,
@@ -205,11 +206,12 @@ def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_pat
     assert mnrl.ran and mnrl.miniature and not mnrl.sample and mnrl.profiles == ["demo"]
     scorecard = pages.scorecard(pages.chapter_states(ROOT, out))
     # 3 cells computed, one claim (the MNRLSBERT-above-SBERT ordering of Table 2) holding; no agreement counted
-    assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 205 | 0 | 1 | 1 / 0 / 0 / 0 | — |" in scorecard
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | demo (miniature) | 208 | 3 | 205 | 0 | 1 | 1 / 0 / 0 / 0; 0 / 0 / 0 / 0 | — |" in scorecard
     results = pages.chapter_results(mnrl)
     assert "**A miniature** (demo profile)" in results
     findings = findings_section(mnrl)  # the claims open the page: the verdicts with their intervals, not counts
-    assert "**1 hold, 0 contradicted, 0 undetermined, 0 not tested**" in findings and "+3.60 [+1.20, +6.00]" in findings
+    assert ("**primary** (1 claim, Holm over the 1 the plan tests): 1 direction reproduced, 0 direction reversed, "
+            "0 undetermined, 0 not tested") in findings and "+3.60 [+1.20, +6.00]" in findings
     assert "Table 2: 1 hold" not in results  # counted once, at the top of the page
     for page in (scorecard, results, findings):
         assert not any(colour in page for colour in COLOURS.values()) and "background-color" not in page
@@ -217,7 +219,7 @@ def test_a_demo_run_is_a_miniature_not_judged_against_the_papers_numbers(tmp_pat
     paper = demo_output(tmp_path / "paper", profile="paper")
     (judged,) = [s for s in pages.chapter_states(ROOT, paper) if s.chapter == "mnrl_sbert"]
     assert not judged.miniature
-    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 205 | 0 | 1 | 1 / 0 / 0 / 0 | 3 / 0 / 0 |" in pages.scorecard([judged])
+    assert "| [mnrl_sbert](../mnrl_sbert.md) | paper | 208 | 3 | 205 | 0 | 1 | 1 / 0 / 0 / 0; 0 / 0 / 0 / 0 | 3 / 0 / 0 |" in pages.scorecard([judged])
     assert COLOURS["agrees"] in pages.chapter_results(judged) and "A miniature" not in pages.chapter_results(judged)
     # a rehearsal run: the paper's schedules on a tiny stand-in, neither judged nor a miniature of the paper
     rehearsal = demo_output(tmp_path / "rehearsal", profile="rehearsal")
@@ -274,7 +276,7 @@ def test_a_demo_book_built_in_tmp_reads_title_first_names_no_local_path_and_colo
         text = (html_root / page).read_text()
         assert not any(colour in text for colour in COLOURS.values()), page
     scorecard = html.unescape((html_root / "book" / "_generated" / "scorecard.html").read_text())
-    assert "demo (miniature)" in scorecard and "Table 2: 1 hold, 0 contradicted, 0 undetermined, 0 not tested" in scorecard
+    assert "demo (miniature)" in scorecard and "primary family: 1 direction reproduced, 0 direction reversed, 0 undetermined, 0 not tested" in scorecard
     assert 'href="../../_static/sentcl.css' in scorecard and (html_root / "_static" / "sentcl.css").is_file()
     assert "bd-sidebar-secondary" not in scorecard  # the wide page has no contents panel
     assert "bd-sidebar-secondary" in (html_root / "book" / "mnrl_sbert.html").read_text()

@@ -51,7 +51,7 @@ def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_b
     assert "Antique: not run: data absent" in notebook and "PFCC-S: not run: data absent" in notebook
     assert "What the paper profile costs" in notebook
     claims = read_claims(out, "bsc")  # verdicts with intervals; a row whose data are absent: not tested, and why
-    assert "<strong>Table 2:</strong> of" in notebook and set(claims["verdict"]) <= {"holds", "contradicted", "undetermined", "not tested"}
+    assert "<strong>Table 2:</strong> of" in notebook and set(claims["verdict"]) <= {"direction reproduced", "direction reversed", "undetermined", "not tested"}
     assert claims["reason"].str.contains("BSC not run: Antique: data absent").any()
     assert "Traceback" not in notebook
 

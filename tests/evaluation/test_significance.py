@@ -4,6 +4,8 @@ and test items, their coverage at three seeds, and the power and detectable effe
 from __future__ import annotations
 
 import math
+import zlib
+from itertools import combinations
 
 import numpy as np
 import pytest
@@ -104,77 +106,192 @@ def test_the_interval_holds_the_item_noise_a_seeds_only_interval_would_miss():
     assert low < 0 < high and d.p > 0.05 and d.item_se > 10 * d.seed_se
 
 
-# ------------------------------------------------------------------ simulation: coverage and power at three seeds
+# ------------------------------------------------------------------ simulation: coverage, power, family-wise error
 
-def _simulate(rng, gap, seeds_left, seeds_right, seed_sd, item_sd, *, items=150, resamples=200, paired_seeds=False,
-              trained_right=True):
-    """One simulated claim: each model's per-item scores are its true mean, a seed offset (sd ``seed_sd``;
-    none for an untrained right side), the shared item difficulty, and its own per-item noise (sd
-    ``item_sd`` x sqrt(items / 2), so the two models' mean difference has item sd ``item_sd``) plus a small
-    seed x item interaction; the metric is the mean over items (MAP-like). Returns the Difference."""
-    from sentcl.evaluation.significance import difference_interval
-
+def _scores(rng, means, seeds, trained, *, seed_sd, item_sd, inter_sd, items, rho=0.0, paired=False):
+    """Per-item scores of several models on the same ``items`` test items (one array ``(seeds, items)`` each): the
+    model's mean, a seed offset (sd ``seed_sd``; shared halves between models whose seed k is paired), the items'
+    shared difficulty, the model's own item effect (sd ``item_sd`` x sqrt(items / 2): the mean difference of two
+    models has item SE ``item_sd`` on ``items`` items; correlated ``rho`` between models), and a seed x item
+    interaction (sd ``inter_sd`` x sqrt(items): a seed's mean carries interaction SE ``inter_sd``). An untrained
+    model has one "seed", no offset and no interaction. Returns the arrays and each model's own item effects."""
     shared = rng.normal(0, 1, items)
-    noise = item_sd * math.sqrt(items / 2)
+    common_item = rng.normal(0, item_sd * math.sqrt(items / 2), items)
+    common_seed = rng.normal(0, seed_sd / math.sqrt(2), max(seeds))
+    out, effects = [], []
+    for mean, n_seeds, is_trained in zip(means, seeds, trained, strict=True):
+        own = math.sqrt(rho) * common_item + math.sqrt(1 - rho) * rng.normal(0, item_sd * math.sqrt(items / 2), items)
+        if is_trained:
+            offsets = rng.normal(0, seed_sd, n_seeds)
+            if paired:
+                offsets = common_seed[:n_seeds] + offsets / math.sqrt(2)
+            inter = rng.normal(0, inter_sd * math.sqrt(items), (n_seeds, items))
+        else:
+            offsets, inter = np.zeros(n_seeds), np.zeros((n_seeds, items))
+        out.append(mean + offsets[:, None] + shared + own + inter)
+        effects.append(own)
+    return out, effects
 
-    def model(mean, seeds, trained):
-        own = rng.normal(0, noise, items)
-        offsets = rng.normal(0, seed_sd, seeds) if trained else np.zeros(seeds)
-        if paired_seeds:
-            offsets = common[:seeds] + offsets / math.sqrt(2)
-        return mean + offsets[:, None] + shared + own + rng.normal(0, 0.1 * noise, (seeds, items)) * trained
 
-    common = rng.normal(0, seed_sd / math.sqrt(2), max(seeds_left, seeds_right))
-    left, right = model(gap, seeds_left, True), model(0.0, seeds_right, trained_right)
-    rs = rng.integers(0, items, (resamples, items))
-    return difference_interval(_mean_metric(left, rs), _mean_metric(right, rs), left.mean(axis=1), right.mean(axis=1),
-                               paired_seeds=paired_seeds, items=items)
+def _claim(rng, left, right, scored, population, estimand, paired, resamples=200):
+    """The Difference of ``left`` − ``right`` (``(seeds, N)`` per-item scores) scored on a random ``scored`` of the
+    ``population`` items, as the claims compute it: the item resamples drawn towards the full value by the
+    estimand's item share (``RowEvidence.column_values``)."""
+    from sentcl.evaluation.significance import difference_interval, item_share
+
+    keep = rng.permutation(population)[:scored]
+    rs = rng.integers(0, scored, (resamples, scored))
+    share = math.sqrt(item_share(estimand, scored, population if scored < population else scored))
+    sides = []
+    for x in (left[:, keep], right[:, keep]):
+        full = x.mean(axis=1)
+        sides.append((full, full[:, None] + share * (_mean_metric(x, rs) - full[:, None])))
+    (lf, lr), (rf, rr) = sides
+    return difference_interval(lr, rr, lf, rf, paired_seeds=paired, items=scored)
 
 
-DESIGNS = {  # (seeds left, seeds right, trained right, paired seeds, seed sd, item sd)
-    "3 vs 3, seed noise dominates": (3, 3, True, False, 1.0, 0.1),
-    "3 vs 1 untouched, seed noise dominates": (3, 1, False, False, 1.0, 0.1),
-    "3 vs 3 paired, seed noise dominates": (3, 3, True, True, 1.0, 0.1),
-    "3 vs 3, item noise dominates (BSC's MSE vs BSC: seed SE 0.29, item SE 0.57)": (3, 3, True, False, 0.29 * math.sqrt(1.5), 0.57),
-    "3 vs 1 untouched, item noise dominates": (3, 1, False, False, 0.29 * math.sqrt(3), 0.57),
+DESIGNS = {  # (seeds left, seeds right, trained right, paired, seed sd, item sd, interaction sd)
+    "3 vs 3, seed noise dominates": (3, 3, True, False, 1.0, 0.1, 0.05),
+    "3 vs 1 untouched, seed noise dominates": (3, 1, False, False, 1.0, 0.1, 0.05),
+    "3 vs 3 paired, seed noise dominates": (3, 3, True, True, 1.0, 0.1, 0.05),
+    "5 vs 5, seed noise dominates": (5, 5, True, False, 1.0, 0.1, 0.05),
+    "3 vs 3, item noise dominates (BSC's MSE vs BSC: seed SE 0.29, item SE 0.57)": (3, 3, True, False, 0.29 * math.sqrt(1.5), 0.57, 0.05),
+    "3 vs 1 untouched, item noise dominates": (3, 1, False, False, 0.29 * math.sqrt(3), 0.57, 0.05),
+    "5 vs 5, item noise dominates": (5, 5, True, False, 0.3, 0.57, 0.05),
+    "3 vs 3, interaction dominates": (3, 3, True, False, 0.05, 0.1, 1.0),
+    "3 vs 1 untouched, interaction dominates": (3, 1, False, False, 0.05, 0.1, 1.0),
+    "3 vs 3 paired, interaction dominates": (3, 3, True, True, 0.05, 0.1, 1.0),
+    "5 vs 5, interaction dominates": (5, 5, True, False, 0.05, 0.1, 1.0),
 }
+ESTIMAND_CASES = {  # (estimand, scored items, test-set size): the truth is the population's gap, or this test set's
+    "population of items, 150 scored": ("population", 150, 150),
+    "this test set, all 150 scored": ("test set", 150, 150),
+    "this test set, 150 of 400 scored": ("test set", 150, 400),
+}
+
+
+def _coverage(design, case, claims=1500, gap=1.0):
+    left_seeds, right_seeds, trained, paired, seed_sd, item_sd, inter_sd = DESIGNS[design]
+    estimand, scored, population = ESTIMAND_CASES[case]
+    rng = np.random.default_rng(zlib.crc32(f"{design} {case}".encode()))
+    covered = []
+    for _ in range(claims):
+        # the item and interaction sds are stated at the scored count; the test set holds `population` items
+        scale = math.sqrt(population / scored)
+        (left, right), (own_left, own_right) = _scores(rng, (gap, 0.0), (left_seeds, right_seeds), (True, trained),
+                                                       seed_sd=seed_sd, item_sd=item_sd / scale, inter_sd=inter_sd / scale,
+                                                       items=population, paired=paired)
+        truth = gap if estimand == "population" else gap + float(np.mean(own_left - own_right))
+        low, high = _claim(rng, left, right, scored, population, estimand, paired).interval()
+        covered.append(low <= truth <= high)
+    return float(np.mean(covered))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("design", list(DESIGNS))
-def test_the_95_interval_covers_the_true_gap_at_three_seeds(design):
-    """Coverage of the true gap by the marginal 95 % interval over 2,000 simulated claims per design:
-    at least 94 % (a percentile bootstrap over the three seeds covered 87 % for 3 vs 3 and 78 % for 3 vs 1
-    where seed noise dominates). The Monte-Carlo error of a 95 % rate over 2,000 draws is 0.5 point."""
-    left, right, trained, paired, seed_sd, item_sd = DESIGNS[design]
-    rng = np.random.default_rng(sum(map(ord, design)))
-    covered = []
-    for _ in range(2000):
-        d = _simulate(rng, 1.0, left, right, seed_sd, item_sd, paired_seeds=paired, trained_right=trained)
-        low, high = d.interval()
-        covered.append(low <= 1.0 <= high)
-    assert 0.94 <= np.mean(covered) <= 0.99, f"{design}: coverage {np.mean(covered):.3f}"
+def test_the_95_interval_covers_the_true_gap_about_the_population_of_items(design):
+    """Coverage of the population's gap by the marginal 95 % interval over 1,500 simulated claims per design: 94-98 %
+    (Monte-Carlo error of a 95 % rate over 1,500 draws: 0.6 point). A percentile bootstrap over three seeds covered
+    87 % (3 vs 3) and 78 % (3 vs 1) where seed noise dominates; counting the seed x item interaction twice made the
+    interaction-dominated intervals about 1.4 times too wide (measured: coverage 99.3-99.8 %)."""
+    rate = _coverage(design, "population of items, 150 scored")
+    assert 0.94 <= rate <= 0.98, f"{design}: coverage {rate:.3f}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design", ["3 vs 3, seed noise dominates", "3 vs 3, item noise dominates (BSC's MSE vs BSC: seed SE 0.29, item SE 0.57)"])
-def test_a_true_gap_of_the_stated_detectable_effect_is_found_80_percent_of_the_time(design):
-    """Power: the design's minimum detectable effect, from its true seed and item variances and the degrees
-    of freedom its claims get (the seeds' Welch df, between 2 and 4 at 3 vs 3: its mean over 300 null
-    claims; the items' 149), set as the true gap: the test at 0.05 rejects 70-86 % of 1,000 simulated
-    claims (80 % stated; measured 74.1 % where seed noise dominates, 78.2 % where item noise does: the
-    seed variance's upper bound in the df makes the test a little conservative at three seeds). A claim row states the same formula on its estimated variances, which at three
-    seeds are themselves uncertain (a standard deviation from 3 seeds is within -50 %/+60 % of the true
-    one only 90 % of the time)."""
+@pytest.mark.parametrize("case", ["this test set, all 150 scored", "this test set, 150 of 400 scored"])
+@pytest.mark.parametrize("design", ["3 vs 3, item noise dominates (BSC's MSE vs BSC: seed SE 0.29, item SE 0.57)",
+                                    "3 vs 1 untouched, item noise dominates", "3 vs 3, interaction dominates",
+                                    "3 vs 3, seed noise dominates"])
+def test_the_95_interval_covers_the_true_gap_on_this_test_set(design, case):
+    """A claim about this test set: the truth is the gap on all of its items (the items fixed, the seeds random).
+    Scored whole, the item term is 0 and the seeds' spread alone carries the interval; scored 150 of 400, the
+    item term is 1 − 150/400 of the population's. Both cover 94-98 % (issue 42's referee measured the population
+    interval at 99.6-100 % on this truth where items dominate: far too wide)."""
+    rate = _coverage(design, case)
+    assert 0.94 <= rate <= 0.98, f"{design}, {case}: coverage {rate:.3f}"
+
+
+@pytest.mark.slow
+def test_two_rows_with_correlated_item_effects_are_covered():
+    """Two methods that fail on the same items (their item effects correlated 0.8): paired over items, the
+    difference's item variance is small, and the interval still covers 94-98 %."""
+    rng = np.random.default_rng(3)
+    covered = []
+    for _ in range(1500):
+        (left, right), _ = _scores(rng, (1.0, 0.0), (3, 3), (True, True), seed_sd=0.3, item_sd=0.57, inter_sd=0.05,
+                                   items=150, rho=0.8)
+        low, high = _claim(rng, left, right, 150, 150, "population", False).interval()
+        covered.append(low <= 1.0 <= high)
+    assert 0.94 <= np.mean(covered) <= 0.98, np.mean(covered)
+
+
+@pytest.mark.slow
+def test_the_interaction_is_counted_once():
+    """Where the seed x item interaction dominates, the seeds' spread of full-set values already holds it: the
+    item resamples' variance of the seed mean holds it again. The estimated SE² matches the variance of delta over
+    simulated replications within 15 %, and the old double count (the interaction added back) overstates it
+    about 1.9 times (issue 42's referee)."""
+    rng = np.random.default_rng(17)
+    deltas, se2, doubled = [], [], []
+    for _ in range(1500):
+        (left, right), _ = _scores(rng, (0.0, 0.0), (3, 3), (True, True), seed_sd=0.05, item_sd=0.1, inter_sd=1.0, items=150)
+        d = _claim(rng, left, right, 150, 150, "population", False)
+        deltas.append(d.delta)
+        se2.append(d.se ** 2)
+        doubled.append(d.se ** 2 + d.interaction)
+    truth = np.var(deltas)
+    assert np.mean(se2) == pytest.approx(truth, rel=0.15)
+    assert 1.6 <= np.mean(doubled) / truth <= 2.2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", ["3 vs 3, seed noise dominates", "5 vs 5, seed noise dominates",
+                                    "3 vs 3, item noise dominates (BSC's MSE vs BSC: seed SE 0.29, item SE 0.57)"])
+def test_a_true_gap_of_the_true_detectable_effect_is_found_at_least_70_percent_of_the_time(design):
+    """Power: the design's minimum detectable effect from its true seed and item variances and the degrees of
+    freedom its claims get (the seeds' Welch df: its mean over 300 null claims; the items' 149), set as the true
+    gap: the test at 0.05 rejects at least 70 % of 1,000 simulated claims (80 % stated; measured 74-78 %: the seed
+    variance's upper bound in the df makes the test a little conservative at three seeds). A claim states the same
+    formula on its estimated variances, which at three seeds are themselves uncertain: hence its ``mde_high``."""
     from sentcl.evaluation.significance import Difference
 
-    left, right, trained, _, seed_sd, item_sd = DESIGNS[design]
+    left_seeds, right_seeds, trained, paired, seed_sd, item_sd, inter_sd = DESIGNS[design]
     rng = np.random.default_rng(7)
-    seed_df = np.mean([_simulate(rng, 0.0, left, right, seed_sd, item_sd).seed_df for _ in range(300)])
-    assert 2 <= seed_df <= 4
-    gap = Difference(0.0, seed_sd**2 / left + seed_sd**2 / right, float(seed_df), item_sd**2 * 1.01, 149.0, False).mde()
-    found = [_simulate(rng, gap, left, right, seed_sd, item_sd, trained_right=trained).p < 0.05 for _ in range(1000)]
-    assert 0.70 <= np.mean(found) <= 0.86, f"{design}: power {np.mean(found):.3f} at the stated gap {gap:.3f}"
+
+    def one(gap):
+        (left, right), _ = _scores(rng, (gap, 0.0), (left_seeds, right_seeds), (True, trained), seed_sd=seed_sd,
+                                   item_sd=item_sd, inter_sd=inter_sd, items=150, paired=paired)
+        return _claim(rng, left, right, 150, 150, "population", paired)
+
+    seed_df = float(np.mean([one(0.0).seed_df for _ in range(300)]))
+    seed_var = (seed_sd**2 + inter_sd**2) * (1 / left_seeds + 1 / right_seeds)
+    gap = Difference(0.0, seed_var, seed_df, item_sd**2, 149.0, False).mde()
+    found = np.mean([one(gap).p < 0.05 for _ in range(1000)])
+    assert 0.70 <= found <= 0.90, f"{design}: power {found:.3f} at the true detectable gap {gap:.3f}"
+
+
+@pytest.mark.slow
+def test_holm_keeps_the_family_wise_error_when_claims_share_rows():
+    """Four rows with no true difference and every pairwise claim (6, each row in three): the claims are
+    correlated through the rows they share, and Holm at 0.05 decides any of them in at most 5 % of 1,000
+    simulated families (Monte-Carlo error 0.7 point); the family's simultaneous (Bonferroni) intervals cover
+    all six true gaps (0) together at least 95 % of the time."""
+    from sentcl.evaluation.significance import difference_interval, holm
+
+    rng = np.random.default_rng(23)
+    any_decided, all_covered = [], []
+    for _ in range(1000):
+        rows, _ = _scores(rng, (0.0,) * 4, (3,) * 4, (True,) * 4, seed_sd=0.5, item_sd=0.3, inter_sd=0.1, items=150)
+        rs = rng.integers(0, 150, (200, 150))
+        family = []
+        for i, j in combinations(range(4), 2):
+            lf, rf = rows[i].mean(axis=1), rows[j].mean(axis=1)
+            family.append(difference_interval(_mean_metric(rows[i], rs), _mean_metric(rows[j], rs), lf, rf,
+                                              paired_seeds=False, items=150))
+        any_decided.append(bool((holm([d.p for d in family]) < 0.05).any()))
+        all_covered.append(all(lo <= 0 <= hi for lo, hi in (d.interval(0.05 / len(family)) for d in family)))
+    assert np.mean(any_decided) <= 0.05 + 0.014 and np.mean(all_covered) >= 0.95 - 0.014, (np.mean(any_decided), np.mean(all_covered))
 
 
 @pytest.mark.slow
@@ -193,7 +310,11 @@ def test_a_family_of_166_claims_decides_a_gap_of_several_standard_errors():
     se = math.sqrt(0.29**2 + item_sd**2)
     found, false = 0, 0
     for _ in range(20):
-        family = [_simulate(rng, 7 * se if k == 0 else 0.0, 5, 5, seed_sd, item_sd, resamples=100) for k in range(166)]
+        family = []
+        for k in range(166):
+            (left, right), _ = _scores(rng, (7 * se if k == 0 else 0.0, 0.0), (5, 5), (True, True), seed_sd=seed_sd,
+                                       item_sd=item_sd, inter_sd=0.05, items=150)
+            family.append(_claim(rng, left, right, 150, 150, "population", False, resamples=100))
         p = np.array([d.p for d in family])
         decided = holm(p) < 0.05
         found += bool(decided[0])

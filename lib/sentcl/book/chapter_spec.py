@@ -11,7 +11,7 @@ generic modules to the registry (imported when called, since the chapters import
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .estimates.gpu_memory import MemoryRow
     from .estimates.plan import Plan, PlannedStage
     from .notebook.chapter_run import ChapterRun
+    from .output.claims import Central
 
 Parameters = Mapping[str, Any]
 """A profile's resolved parameters of a chapter notebook (:func:`sentcl.book.parameters.shipped_parameters`)."""
@@ -60,6 +61,9 @@ class Chapter:
     paper_models: Mapping[str, str] = field(default_factory=dict)
     """Model family -> the paper's encoder (a name or a description); where a run's differs, every row of that family
     says which stands in for which."""
+    central: Callable[[Parameters], Sequence[Central]] | None = None
+    """A profile's parameters -> the chapter's central claims, its primary family (:class:`~sentcl.book.output.claims.Central`),
+    declared before anything runs (None: every claim is secondary)."""
     one_budget: bool = False
     """Whether the chapter compares the methods under one budget (the introduction's answer reads its claims)."""
     one_budget_row: str | None = None

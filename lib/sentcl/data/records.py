@@ -86,7 +86,9 @@ def subset(data, count, seed=0, what="count"):
         return [data[i] for i in rows]
     if isinstance(data, TrainingData):
         return data.take(rows, name=f"{data.name} ({count} of {len(data)}, seed {seed})")
-    return data.take(rows)
+    drawn = data.take(rows)
+    drawn.population = data.population or len(data)
+    return drawn
 
 
 R = TypeVar("R", bound="_Record")
@@ -101,6 +103,9 @@ class _Record:
     # True when read from the project's own sample data (data/samples), never real data:
     # everything built on it is labelled "sample data" where it is shown.
     sample: bool = field(default=False, kw_only=True)
+    # The size of the set this record is a seeded draw of (:func:`subset`), None when it is the whole set:
+    # a claim about the whole test set scores n of N items (the item variance's finite-population factor).
+    population: int | None = field(default=None, kw_only=True)
 
     def describe(self) -> str:
         """One line: name, split, size and what was dropped."""
@@ -131,7 +136,7 @@ class _Record:
             elif isinstance(value, (list, dict)):
                 value = type(value)(value)
             picked[f.name] = value
-        return type(self)(**picked)
+        return type(self)(**picked | {"population": None})  # rows taken by a filter: a set of their own
 
 
 @dataclass

@@ -1,51 +1,62 @@
 """Significance: the intervals of the book's claims, Holm's correction, and what a row reports of its seeds.
 
 A difference between two models is uncertain twice, over the training seeds and over the test items.
-:func:`difference_interval` estimates the two parts separately and adds them:
+:func:`difference_interval` estimates the two parts separately and adds them, in the crossed design of
+S seeds x n items (seed offsets a, item effects b, a seed x item interaction c, variances σa², σb², σc²;
+the seed-averaged difference has variance σa²/S + σb²/n + σc²/(Sn) about the population of items):
 
-- **test items**: the variance over item resamples (:func:`item_resamples`, one matrix shared by both
-  models, so the difference is paired over items) of the seed-averaged difference. The bootstrap is
-  kept for this part because the tables' metrics (pooled Spearman, best-threshold F1) are not means of
-  per-item values; it estimates a variance, never a tail, so its resample count sets no floor;
-- **training seeds**: the sample variance of each side's seed values on all the test items, over its
+- **training seeds**: the sample variance of each side's seed values on all the scored items, over its
   number of seeds (Welch), or, when seed k of the two sides share data order and initialisation, the
-  sample variance of the per-seed differences over the number of seeds (paired). On the whole test set
-  the items are fixed, so these values vary by seed alone. A side with one seed adds nothing: an
-  untrained model (the untouched encoder) has no seed noise, and a trained one with one seed has its
-  spread unmeasured (:func:`seed_noise_measured`; its claims are undetermined);
-- **together**: SE² = item variance + seed variance, and the interval is delta ± t_{1−α/2, df} SE.
+  sample variance of the per-seed differences over the number of seeds (paired). It estimates
+  σa²/S + σc²/(Sn): the interaction, once. A side with one seed adds nothing: an untrained model (the
+  untouched encoder) has no seed noise, and a trained one with one seed has its spread unmeasured
+  (:func:`seed_noise_measured`: such a claim gets no interval);
+- **test items**: the variance over item resamples (:func:`item_resamples`, one matrix shared by both
+  models, so the difference is paired over items) of the seed-averaged difference estimates
+  σb²/n + σc²/(Sn), the interaction a second time; each seed's own resample variance, (σb² + σc²)/n,
+  gives the interaction's share, (mean over seeds of it − that of the mean) / (S − 1) (per side, or of
+  the per-seed differences when paired), which is taken out (:data:`Difference.interaction`): the item
+  term is σb²/n alone. The bootstrap is kept for this part because the tables' metrics (pooled
+  Spearman, best-threshold F1) are not means of per-item values; it estimates a variance, never a tail;
+- **the estimand** (:data:`ESTIMANDS`): a claim is about *this test set* (the paper's benchmark: what a
+  reproduction asks is whether the same ordering holds on the same test items; the default) or about
+  *the population of such items*. For the test set, the item term is multiplied by the
+  finite-population factor 1 − n/N, n of its N items scored: 0 when every item is scored (the paper
+  profile), 0.64 for 500 of STS-B's 1,379 test pairs; the claims apply it to each task's resamples
+  before they reach here (:meth:`sentcl.book.output.evidence.RowEvidence.column_values`). For the
+  population, the item term stays whole;
+- **together**: SE² = seed variance + item variance, and the interval is delta ± t_{1−α/2, df} SE.
   Satterthwaite's df, (u + i)² / (u² / seed_df + i² / item_df) (seed_df Welch's over the two sides'
   S − 1, item_df the items' or resamples' count − 1), is taken with the seed variance u at its upper 90 %
   confidence bound (u = seed_var × seed_df / χ²_{0.1, seed_df}): plain Satterthwaite lets a seed
   variance that three seeds underestimate by chance buy degrees of freedom (it covered 92 % for 3 seeds
   vs one untouched row in simulation), the bound does not. With three seeds and seed noise dominating,
   df is about 2 (t 4.30 against 1.96): what a percentile bootstrap over three seeds cannot give (10
-  distinct resamples; it covered 87 % for 3 vs 3 seeds and 78 % for 3 vs 1). Where item noise
-  dominates, df is large and the interval is about the item bootstrap's.
+  distinct resamples; it covered 87 % for 3 vs 3 seeds and 78 % for 3 vs 1).
 
-  The seed-to-seed variance of full-test-set values holds the seed × item interaction too, and so does
-  the item term: counted twice, the interval errs wide by that interaction's share.
+The p-value of "no difference" is the t distribution's, 2 P(T_df > |delta| / SE) (NaN when delta is):
+not floored by any resample count, so a family of 166 claims can reach Holm's α / 166 when the gap is
+several standard errors and the design has the degrees of freedom (:func:`holm`; :func:`holm_levels`
+gives the level Holm's procedure tests each claim at: the interval at that level is the one a verdict
+rests on, and it covers at that level, not jointly; :meth:`Difference.interval` at α / m is the
+simultaneous, Bonferroni interval). The minimum detectable effect at power 1 − β (:meth:`Difference.mde`)
+is (t_{1−a/2, df} + t_{1−β, df}) SE, the usual approximation to the non-central t; at three seeds the
+SE it rests on is itself uncertain (from 0.36 to 1.6 times the true one), so the claims state it with
+the seed variance at its upper 90 % bound beside it (:meth:`Difference.at_upper_seed_variance`), and
+say "under 80 % power at this gap", never "cannot see it".
 
-The p-value of "no difference" is the t distribution's, 2 P(T_df > |delta| / SE): not floored by any
-resample count, so a family of 166 claims can reach Holm's α / 166 when the gap is several standard
-errors and the design has the degrees of freedom (:func:`holm`; :func:`holm_levels` gives the level
-each claim is tested at, the interval a verdict rests on). The minimum detectable effect at power
-1 − β (:meth:`Difference.mde`) is (t_{1−a/2, df} + t_{1−β, df}) SE, the usual approximation to the
-non-central t (77 % power for the stated 80 % at df 2, 79 % at df 4, 80 % at df ≥ 10). At three seeds
-the SE and df a claim states are themselves uncertain, and so is its detectable effect.
-
-The coverage at three seeds (3 vs 3 and 3 vs 1, seed noise dominating and item noise dominating), the
-power at the stated effect and the 166-claim family are simulated in
-``tests/evaluation/test_significance.py``. (Tan et al. (2022) mark single table cells "_" p < 0.1 and
-"*" p < 0.05 from 5 runs with an unnamed test and no correction; the RCL chapter says why it tests the
-paper's orderings instead of recomputing those marks.)
+The coverage (3 vs 3, 3 vs 1 untouched, paired 3 vs 3, 5 vs 5; seed-, item- and interaction-dominated;
+both estimands), the power at the true detectable effect and the family-wise error of families whose
+claims share rows are simulated in ``tests/evaluation/test_significance.py``. (Tan et al. (2022) mark
+single table cells "_" p < 0.1 and "*" p < 0.05 from 5 runs with an unnamed test and no correction;
+the RCL chapter says why it tests the paper's orderings instead of recomputing those marks.)
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -73,6 +84,23 @@ BOOTSTRAP_RESAMPLES = 2000
 ALPHA_CLAIMS = 0.05
 POWER = 0.8
 """The power at which a claim's minimum detectable effect is stated."""
+ESTIMANDS = ("test set", "population")
+"""What a claim is about (module doc): the scored test set (the item term times 1 − n/N) or the population of
+such items (the item term whole)."""
+ESTIMAND = "test set"
+"""The default: each paper claims its ordering on its benchmarks' test sets."""
+
+
+def item_share(estimand: str, scored: int, population: int | None) -> float:
+    """The factor on a task's item variance (module doc): 1 − n/N for ``"test set"`` (``scored`` n of
+    ``population`` N items; N unknown, None: 1, the conservative population answer), 1 for ``"population"``."""
+    if estimand not in ESTIMANDS:
+        raise ConfigError(f"a claim's estimand is one of {ESTIMANDS}, got {estimand!r}")
+    if estimand == "population" or population is None:
+        return 1.0
+    if not 0 < scored <= population:
+        raise ConfigError(f"{scored} items scored of a test set of {population}")
+    return 1.0 - scored / population
 
 
 def item_resamples(n_items: int, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> np.ndarray:
@@ -87,7 +115,8 @@ def item_resamples(n_items: int, resamples: int = BOOTSTRAP_RESAMPLES, seed: int
 class Difference:
     """``delta`` = mean over seeds of the left model's metric − the right model's, on all the test items;
     its variance from the training seeds, ``seed_var`` with ``seed_df`` degrees of freedom, and from the
-    test items, ``item_var`` with ``item_df`` (:func:`difference_interval`, module doc)."""
+    test items, ``item_var`` with ``item_df`` (:func:`difference_interval`, module doc); ``interaction``:
+    the seed x item interaction's share taken out of the items' resample variance (it is in ``seed_var``)."""
 
     delta: float
     seed_var: float
@@ -95,6 +124,7 @@ class Difference:
     item_var: float
     item_df: float
     paired_seeds: bool
+    interaction: float = 0.0
 
     @property
     def se(self) -> float:
@@ -110,14 +140,25 @@ class Difference:
         return math.sqrt(self.item_var)
 
     @property
+    def upper_seed_var(self) -> float:
+        """The seed variance at its upper :data:`SEED_VARIANCE_BOUND` confidence bound,
+        seed_var x seed_df / χ²_{1 − bound, seed_df} (itself when it has no finite df)."""
+        if self.seed_var > 0 and math.isfinite(self.seed_df):
+            return self.seed_var * self.seed_df / float(stats.chi2.ppf(1 - SEED_VARIANCE_BOUND, self.seed_df))
+        return self.seed_var
+
+    @property
     def df(self) -> float:
         """The degrees of freedom of delta / se: Satterthwaite's, (u + i)² / (u² / seed_df + i² / item_df),
-        with u the seed variance at its upper :data:`SEED_VARIANCE_BOUND` confidence bound,
-        seed_var x seed_df / χ²_{1 − bound, seed_df}, and i = item_var (module doc)."""
-        upper = self.seed_var * self.seed_df / float(stats.chi2.ppf(1 - SEED_VARIANCE_BOUND, self.seed_df)) \
-            if self.seed_var > 0 and math.isfinite(self.seed_df) else self.seed_var
+        with u = :attr:`upper_seed_var` and i = item_var (module doc)."""
+        upper = self.upper_seed_var
         spread = sum(v * v / df for v, df in ((upper, self.seed_df), (self.item_var, self.item_df)) if v > 0)
         return (upper + self.item_var) ** 2 / spread if spread > 0 else math.inf
+
+    def at_upper_seed_variance(self) -> Difference:
+        """The same design with the seed variance at its upper bound (:attr:`upper_seed_var`): its
+        :meth:`mde` is the detectable gap were the seeds' spread as large as the seeds allow (module doc)."""
+        return replace(self, seed_var=self.upper_seed_var)
 
     def interval(self, alpha: float = ALPHA_CLAIMS) -> tuple[float, float]:
         """The two-sided ``1 − alpha`` interval, delta ∓ t_{1−alpha/2, df} se."""
@@ -127,7 +168,9 @@ class Difference:
     @property
     def p(self) -> float:
         """The two-sided p-value of "no difference", 2 P(T_df > |delta| / se); 1 for a zero gap, 0 for a gap
-        with no noise."""
+        with no noise, NaN for an undefined one."""
+        if not (math.isfinite(self.delta) and math.isfinite(self.se)):
+            return math.nan
         if self.se == 0:
             return 1.0 if self.delta == 0 else 0.0
         return float(min(1.0, 2 * stats.t.sf(abs(self.delta) / self.se, self.df)))
@@ -175,20 +218,35 @@ def difference_interval(
     if paired_seeds and len(left) != len(right):
         raise ConfigError(f"paired seeds need the same seeds on both sides: {len(left)} and {len(right)}")
     replicates = left.shape[1]
+    defined = np.isfinite(left).all(axis=0) & np.isfinite(right).all(axis=0)
+    if defined.sum() < max(2, replicates / 2):
+        raise ConfigError(f"the metric is undefined on {replicates - int(defined.sum())} of {replicates} resamples")
+    left, right = left[:, defined], right[:, defined]
     samples = left.mean(axis=0) - right.mean(axis=0)
-    samples = samples[np.isfinite(samples)]
-    if len(samples) < max(2, replicates / 2):
-        raise ConfigError(f"the metric is undefined on {replicates - len(samples)} of {replicates} resamples")
     sides = [full_left - full_right] if paired_seeds else [full_left, full_right]
     terms = [(float(v.var(ddof=1)) / len(v), len(v) - 1) for v in sides if len(v) > 1]
     seed_var = sum(v for v, _ in terms)
     spread = sum(v * v / df for v, df in terms)
+    shared = _interaction(left - right) if paired_seeds else _interaction(left) + _interaction(right)
+    bootstrap = float(samples.var(ddof=1))
+    shared = min(shared, bootstrap)
     return Difference(
         delta=float(full_left.mean() - full_right.mean()), seed_var=seed_var,
         seed_df=seed_var**2 / spread if spread > 0 else math.inf,
-        item_var=float(samples.var(ddof=1)), item_df=float(min(items or len(samples), len(samples)) - 1),
-        paired_seeds=paired_seeds,
+        item_var=bootstrap - shared, item_df=float(min(items or len(samples), len(samples)) - 1),
+        paired_seeds=paired_seeds, interaction=shared,
     )
+
+
+def _interaction(resampled: np.ndarray) -> float:
+    """The seed x item interaction's share of the seed-averaged value's item variance, σc²/(Sn), from a
+    ``(seeds, resamples)`` array: (mean of each seed's resample variance − the seed mean's) / (S − 1)
+    (module doc); 0 for one seed, and never below 0."""
+    seeds = len(resampled)
+    if seeds < 2:
+        return 0.0
+    own = float(resampled.var(axis=1, ddof=1).mean())
+    return max(own - float(resampled.mean(axis=0).var(ddof=1)), 0.0) / (seeds - 1)
 
 
 def seed_noise_measured(seeds_left: int, seeds_right: int, trained_left: bool, trained_right: bool) -> bool:
@@ -235,12 +293,15 @@ def holm_levels(p_values: Sequence[float], alpha: float = ALPHA_CLAIMS) -> np.nd
 __all__ = [
     "ALPHA_CLAIMS",
     "BOOTSTRAP_RESAMPLES",
+    "ESTIMAND",
+    "ESTIMANDS",
     "POWER",
     "Difference",
     "difference_interval",
     "holm",
     "holm_levels",
     "item_resamples",
+    "item_share",
     "seed_mean_std",
     "seed_noise_measured",
 ]

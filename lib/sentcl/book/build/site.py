@@ -23,7 +23,8 @@ that the Colab launch buttons point at the repository's notebooks:
   the chapter page shows first: :mod:`sentcl.book.pages.findings`), ``<chapter>/results.md`` (run status, every paper
   table beside ours, the run's figures; the chapter page includes it), the scorecard,
   the datasets appendix, the environment page, ``timings.md`` and ``install.md`` (the
-  introduction includes them) and per chapter ``<chapter>/gpu_memory.md`` (the paper profile's
+  introduction includes them), ``worked_claim.md`` (the statistics page includes it:
+  :mod:`sentcl.book.pages.statistics`) and per chapter ``<chapter>/gpu_memory.md`` (the paper profile's
   recorded peak GPU memory beside a T4's, :mod:`sentcl.book.estimates.gpu_memory`) and ``<chapter>/measured.md``
   (a hand-run benchmark the chapter's demo rests on, :mod:`sentcl.book.estimates.benchmarks`), all read from the
   results files, figures and run records in ``<out>`` and the recorded benchmark results.
@@ -69,6 +70,7 @@ from ..pages.generated import (
     notebook_placeholder,
     scorecard,
 )
+from ..pages.statistics import worked_claim
 from ..public import DATA_ROOT_LABEL, OUT_LABEL, local_paths, public_json, public_output, public_text
 from . import install
 
@@ -139,6 +141,7 @@ def stage(root: Path, out: Path) -> Path:
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")
     (gen / "install.md").write_text(install.install_section(tree), encoding="utf-8")
     (gen / "answer.md").write_text(answer(states), encoding="utf-8")
+    (gen / "worked_claim.md").write_text(worked_claim(states), encoding="utf-8")
     (gen / "scorecard.md").write_text(scorecard(states, known), encoding="utf-8")
     (gen / "datasets.md").write_text(datasets(states, root), encoding="utf-8")
     (gen / "environment.md").write_text(environment_page(read_run_records(Layout(out).records), known), encoding="utf-8")

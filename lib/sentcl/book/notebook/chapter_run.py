@@ -33,17 +33,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
 from ...errors import ConfigError
+from ...evaluation.significance import ESTIMAND
 from ...io import atomic_write_json, claim, read_json
 from ...precision import uses
 from ..chapter_spec import resolve
 from ..estimates.plan import Plan
 from ..output import claims
-from ..output.claims import Claim
+from ..output.claims import Central, Claim
 from ..output.evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run, save_row_evidence
 from ..output.geometry import save_geometry
 from ..output.layout import Layout
@@ -108,6 +109,8 @@ class ChapterRun:
         if parameters is not None and spec.check is not None:
             spec.check(self.parameters)  # refused before any work
         self.plan: Plan | None = spec.plan(self.parameters) if parameters is not None and spec.plan is not None else None
+        # the chapter's central claims, its primary family: fixed here, before anything runs (none without parameters)
+        self.central: list[Central] = list(spec.central(self.parameters)) if parameters is not None and spec.central else []
         self.built: list[str] = []  # the planned stages this run built or found in the cache, in order
         self.profile = profile
         self.data = resolve_data(profile, data_dir)
@@ -129,6 +132,7 @@ class ChapterRun:
         self._evaluated_on = ""
         self._geometry_pairs = None
         self._fingerprints: dict[str, str] = {}  # task -> its test items' fingerprint (load_tasks)
+        self._populations: dict[str, int] = {}  # task -> the size of the test set its items were drawn from (load_tasks)
 
     @property
     def kind(self) -> str:
@@ -160,6 +164,7 @@ class ChapterRun:
         records = load_tasks(names, max_pairs=max_pairs, seed=seed, loader=self.load)
         self.describe_evaluation(records, what=what, limit=max_pairs, seed=seed)
         self._fingerprints.update({task(name).name: items_fingerprint(record) for name, record in records.items()})
+        self._populations.update({task(name).name: record.population or len(record) for name, record in records.items()})
         return records
 
     def record_scores(
@@ -167,8 +172,8 @@ class ChapterRun:
         row: str,
         per_seed: Mapping[int, Mapping[str, Any]],
         *,
+        trained: Mapping[int, Any] | Literal[False],
         columns: Mapping[str, tuple[str, str]] | None = None,
-        trained: Mapping[int, Any] | None = None,
         tables: Sequence[str] | None = None,
         family: str | None = None,
         trained_on: str | None = None,
@@ -185,7 +190,10 @@ class ChapterRun:
             columns: table column -> (task key, metric label); default: each single-metric task as its
                 own column (``"STS12"``: its Spearman), and ``Average`` over the English STS tasks present.
             trained: seed -> the :class:`~sentcl.training.TrainingResult` (or a list: every model the
-                seed rests on, e.g. RCL's entropy models and final model); None for a row that trains nothing.
+                seed rests on, e.g. RCL's entropy models and final model), one for every scored seed; ``False``
+                for a row that trains nothing. Required: whether a row's seeds carry training noise is said,
+                never inferred from a missing argument (a trained row taken for an untrained one would be
+                tested as if exact).
             tables, family, trained_on, note: as :meth:`record`.
         """
         from ...evaluation.scoring import TaskScores
@@ -205,6 +213,9 @@ class ChapterRun:
         runs = [{c: (_average(scores) if key == AVERAGE else scores[key].values[label]) for c, (key, label) in columns.items()}
                 for scores in per_seed.values()]
         values, std = seed_mean_std(runs)
+        if trained is not False and not isinstance(trained, Mapping):
+            raise ConfigError(f"{self.chapter} {row}: trained is seed -> training result(s), or False for a row "
+                              f"that trains nothing; got {type(trained).__name__}")
         health = {seed: [r.health for r in (done if isinstance(done, (list, tuple)) else [done])]
                   for seed, done in (trained or {}).items()}
         missing = set(health) - set(per_seed)
@@ -212,7 +223,9 @@ class ChapterRun:
             raise ConfigError(f"{self.chapter} {row}: training results for seeds {sorted(missing)} that were not scored")
         tables = list(tables) if tables is not None else self.paper_tables(row)
         save_row_evidence(self.out_dir, self.chapter, row, per_seed, columns, tables=tables, health=health,
-                          run_id=self.run_id, fingerprints={k: self._fingerprints.get(task(k).name, "") for k in keys})
+                          trained=trained is not False, run_id=self.run_id,
+                          fingerprints={k: self._fingerprints.get(task(k).name, "") for k in keys},
+                          populations={k: self._populations.get(task(k).name) for k in keys})
         return self.record(row, values, seeds=list(per_seed), std=std, tables=tables, family=family,
                            trained_on=trained_on, note=note)
 
@@ -229,7 +242,8 @@ class ChapterRun:
 
     def write_claims(self, own: Sequence[Claim] = (), *, paired: Mapping[frozenset, bool] | None = None,
                      untestable: Mapping[str | tuple[str, str], str] | None = None,
-                     headlines: Mapping[str, tuple[str, str]] | None = None) -> pd.DataFrame:
+                     headlines: Mapping[str, tuple[str, str]] | None = None,
+                     estimand: str = ESTIMAND) -> pd.DataFrame:
         """Test this run's claims and write ``<out>/claims/<chapter>.csv`` (:mod:`sentcl.book.output.claims`):
         every ordering of two rows the paper reports (on each table's headline columns) between rows this
         run recorded or said it did not run (a row recorded without per-item scores: not tested), and
@@ -237,7 +251,11 @@ class ChapterRun:
         initialisation; ``untestable``: a table, or (table, column) -> why its values cannot tell rows
         apart (a metric at its ceiling, means over folds with no per-item scores); ``headlines``: the claims the
         introduction's answer reads, kind -> (the method's row, the other row) (:func:`sentcl.book.output.claims.mark_headlines`:
-        "baseline", the method against its paper's baseline; "untouched", against the untouched encoder).
+        "baseline", the method against its paper's baseline; "untouched", against the untouched encoder);
+        ``estimand``: what the claims are about, the test set (default) or the population of such items
+        (:data:`sentcl.evaluation.significance.ESTIMANDS`). The chapter's central claims (its
+        :attr:`~sentcl.book.chapter_spec.Chapter.central`, of this run's parameters: :attr:`central`) are the
+        primary family.
         Returns the claims."""
         evidence = load_evidence(self.out_dir, self.chapter, {self.run_id})
         compared = self.compare()
@@ -246,7 +264,7 @@ class ChapterRun:
         found = [*claims.paper_orderings(compared, computed, paired=paired), *own]
         why = dict(untestable or {})
         found = [replace(c, untestable=why.get((c.table, c.column), why.get(c.table, c.untestable))) for c in found]
-        frame = claims.evaluate_claims(self.chapter, found, evidence)
+        frame = claims.evaluate_claims(self.chapter, found, evidence, central=self.central, estimand=estimand)
         if headlines:
             frame = claims.mark_headlines(frame, headlines)
         claims.write_claims(self.out_dir, self.chapter, frame)

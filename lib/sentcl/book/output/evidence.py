@@ -26,6 +26,7 @@ at its chance level): :meth:`RowEvidence.inactive` says why not.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import shutil
@@ -83,7 +84,8 @@ class RowEvidence:
     run_id: str
     tables: list[str]  # the tables the row was recorded under (one row name may be several rows: BSC's "BSC" per task)
     columns: dict[str, list[str]]  # column -> [task key, metric label]; "Average" -> ["Average", ""]
-    tasks: dict[str, dict[str, Any]]  # task key -> {"n", "fingerprint", "seeds", "health": {seed: [records]}}
+    tasks: dict[str, dict[str, Any]]  # task key -> {"n", "population", "fingerprint", "seeds", "health": {seed: [records]}}
+    trained_row: bool = False  # said by the chapter when it recorded the row (never inferred from missing health)
     not_run: str | None = None  # why the whole row (or every column not scored) was not run
     not_run_columns: dict[str, str] = field(default_factory=dict)  # column -> why it was not run
     folder: Path | None = None
@@ -115,8 +117,9 @@ class RowEvidence:
         return [h for k in self.column_tasks(column) for records in self.tasks[k]["health"].values() for h in records]
 
     def trained(self, column: str) -> bool:
-        """Whether the column rests on trained models (its seeds then carry training noise)."""
-        return bool(self.health(column))
+        """Whether the column rests on trained models (its seeds then carry training noise), as the chapter said
+        when it recorded the row (:func:`save_row_evidence`)."""
+        return self.trained_row
 
     def inactive(self, column: str) -> str:
         """Why a model the column rests on cannot count as evidence ("" when every one trained and learned):
@@ -164,13 +167,20 @@ class RowEvidence:
             self._items[(seed, task_key)] = items_from_arrays(arrays)
         return self._items[(seed, task_key)]
 
-    def column_values(self, column: str, resamples: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def column_values(self, column: str, resamples: Mapping[str, np.ndarray],
+                      shares: Mapping[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(full, resampled)``: each seed's value of ``column`` on all the test items, ``(seeds,)``, and on
-        every item resample, ``(seeds, B)`` (``resamples``: task key -> its ``(B, n)`` index matrix)."""
+        every item resample, ``(seeds, B)`` (``resamples``: task key -> its ``(B, n)`` index matrix).
+        ``shares``: task key -> the factor on its item variance (:func:`sentcl.evaluation.significance.item_share`,
+        1 − n/N for a claim about the whole test set): each task's resampled values are drawn towards its full
+        value by its square root before the tasks are averaged (None: 1 each)."""
         keys = self.column_tasks(column)
         full, resampled = [], []
         for seed in self.seeds(column):
-            per_task = [(self._value(seed, k, column, None), self._value(seed, k, column, resamples[k])) for k in keys]
+            per_task = []
+            for k in keys:
+                value, drawn = self._value(seed, k, column, None), self._value(seed, k, column, resamples[k])
+                per_task.append((value, value + math.sqrt((shares or {}).get(k, 1.0)) * (drawn - value)))
             full.append(np.mean([f for f, _ in per_task]))
             resampled.append(np.mean([r for _, r in per_task], axis=0))
         return np.asarray(full, dtype=np.float64), np.asarray(resampled, dtype=np.float64)
@@ -193,19 +203,31 @@ def save_row_evidence(
     tables: Sequence[str],
     fingerprints: Mapping[str, str],
     health: Mapping[int, Sequence[dict[str, Any] | None]],
+    trained: bool,
     run_id: str,
+    populations: Mapping[str, int | None] | None = None,
 ) -> Path:
     """Write a row's evidence (module doc): ``per_seed`` seed -> task key -> its
     :class:`~sentcl.evaluation.scoring.TaskScores`; ``columns`` column -> (task key, metric label);
-    ``fingerprints`` task key -> what identifies its test items; ``health`` seed -> the health records of
-    the models the seed rests on (empty for a row that trains nothing); ``tables``: those it is recorded
-    under. The row's other tasks recorded by the same run stay (a table row gathering several tasks);
+    ``fingerprints`` task key -> what identifies its test items; ``populations`` task key -> the size of the
+    test set they were drawn from (None or absent: unknown); ``health`` seed -> the health records of
+    the models the seed rests on; ``trained``: whether the row's seeds are trained models (said, never
+    inferred: a trained row must give every scored seed's health); ``tables``: those it is recorded under. The row's other tasks recorded by the same run stay (a table row gathering several tasks);
     what an earlier run left is replaced."""
+    if trained and set(per_seed) - set(health):
+        raise ConfigError(f"{row}: a trained row needs the training health of every scored seed; "
+                          f"seeds {sorted(set(per_seed) - set(health))} have none")
+    if not trained and any(health.values()):
+        raise ConfigError(f"{row}: recorded as untrained, with the training health of seeds {sorted(health)}")
     folder, meta = _this_runs_row(out_dir, chapter, row, tables, run_id)
+    if meta["tasks"] and meta.get("trained") is not None and meta["trained"] != trained:
+        raise ConfigError(f"{row}: recorded once as trained and once as untrained in the same run")
+    meta["trained"] = bool(trained)
     for seed, scores in per_seed.items():
         for key, scored in scores.items():
             n = len(scored.items)
-            known = meta["tasks"].setdefault(key, {"n": n, "fingerprint": fingerprints.get(key) or f"unknown, {n} items",
+            known = meta["tasks"].setdefault(key, {"n": n, "population": (populations or {}).get(key),
+                                                   "fingerprint": fingerprints.get(key) or f"unknown, {n} items",
                                                    "seeds": [], "health": {}})
             if known["n"] != n:
                 raise ConfigError(f"{row}: seed {seed} scored {key} on {n} items, another seed on {known['n']}")
@@ -227,7 +249,7 @@ def _this_runs_row(
         if folder.exists():
             shutil.rmtree(folder)
         meta = {"chapter": chapter, "row": row, "run_id": run_id, "tables": list(tables), "columns": {}, "tasks": {},
-                "not_run": None}
+                "not_run": None, "trained": None}
     return folder, meta
 
 
@@ -266,6 +288,7 @@ def load_evidence(out_dir: str | os.PathLike, chapter: str, run_ids: set[str] | 
                 chapter=raw["chapter"], row=raw["row"], run_id=raw["run_id"], tables=list(raw["tables"]),
                 columns=raw["columns"], tasks=raw["tasks"], not_run=raw["not_run"],
                 not_run_columns=dict(raw.get("not_run_columns", {})), folder=path.parent,
+                trained_row=bool(raw["trained"]) if raw["tasks"] else False,
             )
         except (KeyError, TypeError) as exc:
             raise DataFormatError(path, None, "a row's evidence (row.json)", str(exc)) from None

@@ -2,8 +2,9 @@
 generated from every chapter's claims (:mod:`sentcl.book.output.claims`), in one table: each method against its
 paper's baseline and against the untouched encoder it started from (the claims its chapter marks as its
 headline ones: column ``headline`` says which, ``headline_row`` names the method's row), and, where the geometry chapter ran, against plain MNRL under one budget.
-Each cell is a verdict with the difference (method − the other, whatever order the claim was stated in) and its
-95 % interval. Under the table: the limits of the run in one sentence, and the build's state (which chapters
+Each cell is a verdict on the direction of the claim (the paper's, or ours: the method above the other),
+which of the chapter's two Holm families it was tested in, the difference (method − the other, whatever order
+the claim was stated in) and its 95 % interval. Verdicts are never pooled across families or chapters. Under the table: the limits of the run in one sentence, and the build's state (which chapters
 completed, were interrupted, failed or did not run: :func:`sentcl.book.pages.findings.chapter_status`).
 """
 
@@ -16,6 +17,7 @@ import pandas as pd
 
 from ..chapter_spec import resolve
 from ..markdown import md, md_table
+from ..output.claims import DECIDED, NOT_TESTED
 from ..profiles import PROFILES
 from .findings import STATUSES, chapter_status, reason_kind
 
@@ -25,7 +27,6 @@ BASE_ROW = "base (untouched)"
 HEADLINES = {"baseline": "against its paper's baseline", "untouched": "against the untouched encoder"}
 """The headline claims a paper chapter marks in its claims file (``headline`` column) -> the answer's column."""
 EQUAL_BUDGET = "one budget, against MNRL (geometry)"
-WORDS = {"holds": "better", "contradicted": "worse", "undetermined": "undetermined"}
 
 
 def method_name(state: Any) -> str:
@@ -34,19 +35,20 @@ def method_name(state: Any) -> str:
 
 
 def cell(claim: pd.Series | None, method_row: str) -> str:
-    """One answer cell: the verdict in words, the difference oriented method − other and its 95 % interval."""
+    """One answer cell: the verdict on the claim's direction (where decided, whether the method came out above or
+    below), its family, the difference oriented method − other and its 95 % interval."""
     if claim is None:
         return "not in this build's claims"
     other = claim["right"] if claim["left"] == method_row else claim["left"]
-    if claim["verdict"] == "not tested":
+    if claim["verdict"] == NOT_TESTED:
         return f"vs {md(other)}: *not tested* ({md(reason_kind(claim))})"
     sign = 1.0 if claim["left"] == method_row else -1.0
     delta, low, high = (sign * float(claim[c]) for c in ("delta", "ci_low", "ci_high"))
     low, high = min(low, high), max(low, high)
-    verdict = WORDS[claim["verdict"]] if sign > 0 or claim["verdict"] == "undetermined" else WORDS[
-        {"holds": "contradicted", "contradicted": "holds"}[claim["verdict"]]]
+    side = f", {md(method_row)} {'above' if delta > 0 else 'below'}" if claim["verdict"] in DECIDED else ""
+    family = f" ({claim['family']})" if isinstance(claim.get("family"), str) else ""
     numbers = f"{delta:+.2f} [{low:+.2f}, {high:+.2f}]" if all(map(math.isfinite, (delta, low, high))) else ""
-    return f"vs {md(other)}: **{verdict}** {numbers}".rstrip()
+    return f"vs {md(other)}: **{claim['verdict']}**{side}{family} {numbers}".rstrip()
 
 
 def headline(frame: pd.DataFrame, kind: str) -> pd.Series | None:
@@ -94,8 +96,10 @@ def answer(states) -> str:
         "profiles " + ", ".join(profiles) if profiles else "no profile (nothing ran)")
     head = (f"**In {profile}**: each method against its paper's baseline and against the untouched encoder, in its "
             "own chapter, and against plain MNRL under one budget (the geometry chapter); each cell the verdict, the "
-            "difference (method − the other) and its 95 % interval over training seeds and test items "
-            "(verdicts Holm-corrected within each chapter).")
+            "difference (method − the other) and its 95 % interval over training seeds and test items. A verdict is "
+            "about the direction of the claim in this design (*direction reproduced*, *direction reversed* or "
+            "*undetermined*), Holm-corrected within its chapter's family (primary: the chapter's central claims; "
+            "secondary: the rest), never pooled across families or chapters.")
     parts = [head, "", md_table(["method", *HEADLINES.values(), EQUAL_BUDGET], rows, css_class="sentcl-answer"), limits(states), state_line(states)]
     if any(s.ran and s.sample for s in states):
         parts.append("*This build ran on the project's sample data: it tests the code, not the methods.*\n")

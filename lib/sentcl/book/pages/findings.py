@@ -5,10 +5,12 @@ file (:mod:`sentcl.book.output.claims`) into the fragment each chapter page incl
 (``book/_generated/<chapter>/findings.md``):
 
 - the build's state of the chapter (:func:`chapter_status`: complete, failed, interrupted, not run);
-- one table of every claim with a verdict (holds, contradicted, undetermined): the claim in words, the
-  paper's gap (for the paper's orderings), ours with its marginal 95 % interval, the verdict with the
-  multiplicity-adjusted interval it rests on, and the smallest gap the design could detect (at 80 %
-  power, after the chapter's correction); an undetermined claim whose paper gap is below that says so;
+- one table per family of every claim with a verdict (direction reproduced, direction reversed,
+  undetermined): first the primary family (the chapter's central claims, declared before the run), then
+  the secondary (the rest), each Holm-corrected over its own claims; per claim its words, the paper's gap
+  (for the paper's orderings), ours with its marginal 95 % interval, the verdict with the interval it rests
+  on (at the level Holm's step tests it), and the smallest gap the design detects with 80 % power (after
+  the family's correction); an undetermined claim whose paper gap is below that says "under 80 % power";
 - one sentence on power (:func:`power_note`): could more seeds, within the chapter's budget, let its central
   claim see the paper's gap, and at what measured cost; or why no budget can;
 - the claims not tested, folded: one line per table and reason ("Table 2: 83 claims — not run in the
@@ -44,8 +46,8 @@ ROW_REASONS = ("not run", "rests on", "has no")
 FINDINGS_CLASS = "sentcl-findings"
 """The findings table's box (the stylesheet, and the browser test that finds it on the first screen)."""
 
-TESTED = ("holds", "contradicted", "undetermined")
-COLUMNS = ["claim", "paper's gap", "ours [95 % interval]", "verdict [adjusted interval]", "detectable gap"]
+TESTED = claims.TESTED
+COLUMNS = ["claim", "paper's gap", "ours [95 % interval]", "verdict [interval at Holm's step]", "detectable gap (80 % power)"]
 
 
 def chapter_status(state: Any) -> str:
@@ -84,9 +86,15 @@ def finding_cells(row: Mapping) -> list[str]:
     adjusted = _interval(row.get("adj_low"), row.get("adj_high"))
     verdict = f"**{row['verdict']}**" + (f" {adjusted}" if adjusted else "")
     detectable = f"{mde:.2f}" if claims.finite(mde) else "—"
-    if row["verdict"] == "undetermined" and claims.detectable(row) is False:
-        detectable += ": the paper's gap is smaller, this design cannot see it"
+    if claims.finite(row.get("mde_high")):
+        detectable += f" (≤ {row['mde_high']:.2f})"
+    if row["verdict"] == claims.UNDETERMINED and claims.detectable(row) is False:
+        detectable += f": {claims.POWER_SHORT}"
+    if row["verdict"] == claims.UNDETERMINED and not claims.finite(delta) and isinstance(row.get("reason"), str):
+        detectable = row["reason"]  # a trained row's seed spread unmeasured: no interval, and why
     where = f"{row['table']}, {row['column']}"
+    if isinstance(row.get("central"), str) and row["central"]:
+        where = f"{row['central']}; {where}"
     return [f"{md(row['claim'])} ({md(where)})", f"{gap:+.2f}" if claims.finite(gap) else "—", ours, verdict, md(detectable)]
 
 
@@ -175,10 +183,10 @@ def power_note(state: Any, budget_minutes: float = CHAPTER_BUDGET_MINUTES) -> st
     name = f"the central claim, {md(claim['claim'])} ({md(claim['table'])}, {md(claim['column'])})"
     head = f"**Power**: {name}, detects gaps of {claim['mde']:.2f} or more; the paper's gap is {abs(claim['paper_gap']):.2f}"
     if claims.detectable(claim):
-        return head + ": this design can see it.\n"
+        return head + ": this design has at least 80 % power at it.\n"
     if math.isinf(needed):
-        return (head + f". The test items' noise alone (SE {claim['item_se']:.2f}) hides a gap that size: no number of "
-                "training seeds can show it on this test set, so this profile keeps its seeds.\n")
+        return (head + f". The test items' noise alone (SE {claim['item_se']:.2f}) leaves a gap that size under 80 % power "
+                "whatever the number of training seeds, so this profile keeps its seeds.\n")
     counts = [int(claim["seeds_left"]), int(claim["seeds_right"])]
     trained = sum(n > 1 for n in counts)  # a row with one seed here is an untouched encoder (a trained one has no mde)
     extra = (int(needed) - max(counts)) * trained
@@ -195,6 +203,21 @@ def power_note(state: Any, budget_minutes: float = CHAPTER_BUDGET_MINUTES) -> st
             + (", so this profile keeps its seeds.\n" if verdict == "beyond" else ": the profile's seeds could rise to it.\n"))
 
 
+def _about(frame: pd.DataFrame) -> str:
+    """", about *test set*": what the claims are about (their ``estimand``), or nothing when the file does not say."""
+    said = list(dict.fromkeys(e for e in frame["estimand"] if isinstance(e, str)))
+    return f", about the {' / '.join(f'*{e}*' for e in said)}" if said else ""
+
+
+def family_size(frame: pd.DataFrame, family: str) -> str:
+    """E.g. "6 claims, Holm over the 4 the plan tests": a family's claims and its count (``family_m``: every claim
+    the plan tests, a not-decided one at p = 1)."""
+    part = frame[frame["family"] == family]
+    m = part["family_m"].dropna()
+    counted = int(m.iloc[0]) if len(m) else 0
+    return f"{len(part)} claim{'s' if len(part) != 1 else ''}, Holm over the {counted} the plan tests"
+
+
 def findings_section(state: Any) -> str:
     """The fragment a chapter page opens with (module doc)."""
     status = chapter_status(state)
@@ -207,16 +230,25 @@ def findings_section(state: Any) -> str:
             "interrupted": f"This chapter's run was **interrupted** ({profile} profile); before it stopped"}[status]
     if frame.empty:
         return head + " it wrote no claims file (`claims/<chapter>.csv`), so nothing here is a verdict.\n"
-    tested = frame[frame["verdict"].isin(TESTED)]
     order = {v: i for i, v in enumerate(TESTED)}
-    tested = tested.assign(_order=tested["verdict"].map(order)).sort_values("_order", kind="stable")
-    parts = [f"{head}: **{claims.counts_text(frame)}**. *Ours*: left − right with its 95 % interval over training seeds "
-             "and test items; the verdict rests on the interval adjusted for the chapter's number of claims (Holm); the "
-             "*detectable gap* is the smallest this design finds with 80 % power.\n"]
-    if len(tested):
-        parts.append(md_table(COLUMNS, [finding_cells(r) for r in tested.to_dict("records")], css_class=FINDINGS_CLASS))
-    else:
-        parts.append("No claim could be tested in this run.\n")
+    parts = [f"{head}, each family on its own (never pooled): "
+             + "; ".join(f"**{family}** ({family_size(frame, family)}): {claims.counts_text(frame[frame['family'] == family])}"
+                         for family in claims.FAMILIES if (frame["family"] == family).any())
+             + ". A verdict is about the direction of a difference in this design" + _about(frame) + ". *Ours*: left − right with its 95 % "
+             "interval over training seeds and test items; the verdict rests on the interval at the level Holm's procedure "
+             "tests the claim at within its family (not a simultaneous interval: the claims file has those); the "
+             "*detectable gap* is the smallest this design finds with 80 % power, in brackets were the seeds' spread at "
+             "its upper bound (statistics: the method page).\n"]
+    for family in claims.FAMILIES:
+        tested = frame[(frame["family"] == family) & frame["verdict"].isin(TESTED)]
+        if not (frame["family"] == family).any():
+            continue
+        tested = tested.assign(_order=tested["verdict"].map(order)).sort_values("_order", kind="stable")
+        parts.append(f"*{family.capitalize()} family*" + (" (the chapter's central claims)" if family == "primary" else "") + ":\n")
+        if len(tested):
+            parts.append(md_table(COLUMNS, [finding_cells(r) for r in tested.to_dict("records")], css_class=FINDINGS_CLASS))
+        else:
+            parts.append("No claim of this family could be tested in this run.\n")
     note = power_note(state)
     if note:
         parts.append(note)
@@ -227,5 +259,6 @@ def findings_section(state: Any) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["CHAPTER_BUDGET_MINUTES", "COLUMNS", "STATUSES", "build_banner", "central_claim", "chapter_status", "finding_cells", "findings_section",
+__all__ = ["CHAPTER_BUDGET_MINUTES", "COLUMNS", "STATUSES", "build_banner", "central_claim", "chapter_status", "family_size",
+           "finding_cells", "findings_section",
            "not_tested_groups", "power_note", "reason_kind", "trained_models"]
