@@ -156,7 +156,7 @@ def test_paper_rows_and_the_claims_summary(run):
     run.record("SBERT", {"Average": 71.0}, seeds=[0])
     lines = run.claims_summary(run.write_claims())
     assert lines[0] == "**Table 2:** of 1 claims, 0 direction reproduced, 0 direction reversed, 0 undetermined, 1 not tested."
-    assert lines[1].startswith("- MNRLSBERT above SBERT (Table 2, Average): paper 78.60 vs 74.89 (+3.71): **not tested**")
+    assert lines[1].startswith("- MNRLSBERT above SBERT (Table 2, Average; secondary family): paper 78.60 vs 74.89 (+3.71): **not tested**")
     assert "MNRLSBERT has no per-item scores in this run" in lines[1]
     assert lines[-1].startswith("*This run read the project's sample data")
 

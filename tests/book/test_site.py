@@ -388,7 +388,7 @@ def test_the_mnrl_sbert_chapter_regenerates_its_tables_figures_and_conclusions(s
     assert "background-color" not in page.split("Assumptions and deviations")[0]  # a miniature: nothing coloured
     assert "paper [#] (cited)" in page and "SimCSE-RoBERTa" in page
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "mnrl_sbert.html").read_text())
-    assert "MNRLSBERT above SBERT (Table 2, Average): paper 78.60 vs 74.89 (+3.71)" in notebook
+    assert "MNRLSBERT above SBERT (M1, Table 2, Average; primary family): paper 78.60 vs 74.89 (+3.71)" in notebook
     assert "MNRLSBERT (fine-tuned) above the untouched encoder" in notebook and "<strong>not tested</strong>" in notebook
     assert "T4 time (h, estimate)" in notebook  # the cost table, read from benchmarks/results
     assert "Traceback" not in notebook
