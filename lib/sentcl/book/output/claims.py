@@ -345,6 +345,8 @@ def _not_testable(claim: Claim, evidence: Evidence) -> tuple[bool, str]:
     """Why ``claim`` cannot be tested ("" when it can), and whether the plan tests it: a row not run (the
     profile or the data root leaves it out) or a column declared untestable is known before anything
     trains, and outside its family's count; any other reason arises in the run, and counts as p = 1."""
+    if not claim.column:  # a central pair no claim of this build compares (evaluate_claims): its reason alone
+        return False, claim.untestable
     reasons, planned = [], True
     for name in (claim.left, claim.right):
         row = _find(evidence, claim, name)
