@@ -4,8 +4,13 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 import sentcl
+from sentcl.book import versions
 from sentcl.paths import resource
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,3 +64,55 @@ def test_notebooks_and_benchmark_records_are_reachable_as_resources():
 
     assert notebook_file("bsc.ipynb").resolve() == (ROOT / "notebooks" / "bsc.ipynb").resolve()
     assert benchmark_result("ifcl_gpu_h100.json").resolve() == (ROOT / "benchmarks" / "results" / "ifcl_gpu_h100.json").resolve()
+
+
+# --------------------------------------------------------------------------- the ranges sentcl is tested with
+
+RUNTIME_KEPT = "torch"
+"""The one dependency without a tested upper end: the runtime's own build (Colab's CUDA torch), kept as it is."""
+
+
+def declared_ranges() -> dict[str, SpecifierSet]:
+    """pyproject's direct dependencies and the ``offline`` extra (what a notebook run installs): name -> range."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [Requirement(r) for r in [*project["dependencies"], *project["optional-dependencies"]["offline"]]]
+    return {canonicalize_name(r.name): r.specifier for r in requirements}
+
+
+def test_every_range_is_closed_and_holds_the_lock():
+    """``>=lowest,<=highest``, both ends written as the releases the environments of tests/chapters/test_colab_user.py
+    install (so a range cannot widen without those tests installing and running its new end), the lock's version inside."""
+    lock = versions.parse_lock((ROOT / "requirements" / "lock.txt").read_text())
+    ranges = declared_ranges()
+    assert set(ranges) - {RUNTIME_KEPT} == set(range_ends(ranges))
+    for name, (low, high) in range_ends(ranges).items():
+        assert Version(low) <= Version(lock[name]) <= Version(high), f"{name}: the lock's {lock[name]} is outside {ranges[name]}"
+    torch = Version((ROOT / "requirements" / "torch.txt").read_text().strip().split("==")[1])
+    assert [s.operator for s in ranges[RUNTIME_KEPT]] == [">="] and torch in ranges[RUNTIME_KEPT]
+    with pytest.raises(ValueError, match=r"^pandas: expected a closed range >=lowest,<=highest, found '>=2.1'$"):
+        range_ends({"pandas": SpecifierSet(">=2.1")})
+
+
+def range_ends(ranges: dict[str, SpecifierSet]) -> dict[str, tuple[str, str]]:
+    """name -> (lowest, highest) of every closed range (all but :data:`RUNTIME_KEPT`'s); a ValueError naming any other."""
+    bounds = {}
+    for name, spec in ranges.items():
+        if name == RUNTIME_KEPT:
+            continue
+        ends = {s.operator: s.version for s in spec}
+        if sorted(ends) != ["<=", ">="] or len(spec) != 2:
+            raise ValueError(f"{name}: expected a closed range >=lowest,<=highest, found {str(spec)!r}")
+        bounds[name] = (ends[">="], ends["<="])
+    return bounds
+
+
+@pytest.mark.slow
+def test_the_wheel_admits_python_3_12_and_3_13(sentcl_wheel):
+    import email
+    import zipfile
+
+    with zipfile.ZipFile(sentcl_wheel) as wheel:
+        meta = email.message_from_bytes(wheel.read(f"sentcl-{sentcl.__version__}.dist-info/METADATA"))
+    admitted = SpecifierSet(meta["Requires-Python"])
+    assert all(python in admitted for python in ("3.10", "3.11", "3.12", "3.13"))
+    assert {"Programming Language :: Python :: 3.12", "Programming Language :: Python :: 3.13"} <= set(meta.get_all("Classifier"))

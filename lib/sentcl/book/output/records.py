@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import re
 import resource as _resource
 import sys
@@ -17,7 +16,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +23,11 @@ from ...errors import ConfigError, DataFormatError
 from ...io import atomic_write_json, read_json, report_damaged
 from ...precision import cpu_model, describe_machine
 from ..profiles import policy
+from ..versions import used_versions
 from .layout import Layout
 from .results import current_run_id
 
 RECORD_KINDS = ("notebook", "training")
-VERSIONED_PACKAGES = ("torch", "transformers", "sentence-transformers", "sentcl")
 
 
 @dataclass
@@ -100,15 +98,10 @@ class RunRecord:
 
 
 def environment() -> dict[str, Any]:
-    """``{"device": ..., "versions": {...}}`` of this process: python, torch,
-    transformers, sentence-transformers, sentcl versions and the compute device."""
-    versions = {"python": platform.python_version()}
-    for pkg in VERSIONED_PACKAGES:
-        try:
-            versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            versions[pkg] = "not installed"
-    return {"device": device_description(), "versions": versions}
+    """``{"device": ..., "versions": {...}}`` of this process: the compute device and the versions it runs with,
+    Python's, sentcl's and each direct dependency's (:func:`~sentcl.book.versions.used_versions`): on a hosted
+    runtime that kept its own packages they may differ from the lock's (:func:`~sentcl.book.versions.lock_differences`)."""
+    return {"device": device_description(), "versions": used_versions()}
 
 
 def device_description() -> str:

@@ -9,6 +9,7 @@ from ..chapter_spec import all_chapters
 from ..markdown import WIDE_PAGE, duration, md, md_table
 from ..output.records import RunRecord
 from ..public import public_text
+from ..versions import lock_differences
 
 
 def environment_page(records: list[RunRecord], known: dict[str, str] | None = None) -> str:
@@ -24,14 +25,20 @@ def environment_page(records: list[RunRecord], known: dict[str, str] | None = No
     if not records:
         parts.append("No run records: nothing was run into this build's output folder.\n")
         return "\n".join(parts)
-    packages = list(records[-1].versions)
+    packages = [p for p in ("python", "torch", "transformers", "sentence-transformers", "sentcl") if p in records[-1].versions]
     parts.append("## Versions and devices\n")
     combos: dict[tuple, list[str]] = {}
     for r in records:
-        combos.setdefault((r.device, *(r.versions.get(p, "?") for p in packages)), []).append(r.name)
+        other = ", ".join(f"{p} {used} (lock {locked})" for p, (used, locked) in lock_differences(r.versions).items()) or "—"
+        combos.setdefault((r.device, *(r.versions.get(p, "?") for p in packages), other), []).append(r.name)
     parts.append(
-        md_table(["device", *packages, "runs"], [[*k, ", ".join(dict.fromkeys(v))] for k, v in combos.items()], full_width=True)
+        md_table(["device", *packages, "other than the lock's", "runs"],
+                 [[*k, ", ".join(dict.fromkeys(v))] for k, v in combos.items()], full_width=True)
     )
+    if any(k[-1] != "—" for k in combos):
+        parts.append("Some runs used versions other than those of `requirements/lock.txt` (a hosted runtime keeps its "
+                     "own packages where they fall in sentcl's tested ranges): their numbers may differ from a locked "
+                     "run's.\n")
     parts.append(precision_section(records))
     parts.append("## Runs\n")
     rows = [
