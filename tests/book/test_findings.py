@@ -94,11 +94,12 @@ def test_the_findings_section_lists_every_verdict_and_folds_the_rest():
         *[claim(f"R{i}", "MSE", "not tested", table="Table 2", reason=f"R{i} not run: data absent") for i in range(83)],
     ])
     text = findings_section(state(frame))
-    assert text.startswith("In the demo profile, each family on its own (never pooled): **primary** (1 claim, Holm over the "
-                           "1 the plan tests): 1 direction reproduced, 0 direction reversed, 0 undetermined, 0 not tested; "
-                           "**secondary** (84 claims, Holm over the 1 the plan tests): 0 direction reproduced, 0 direction "
-                           "reversed, 1 undetermined, 83 not tested.")
+    assert text.startswith("In the demo profile: **primary** (1 claim, Holm over the 1 the plan tests): 1 direction "
+                           "reproduced, 0 direction reversed, 0 undetermined, 0 not tested; **secondary** (84 claims, Holm "
+                           "over the 1 the plan tests): 0 direction reproduced, 0 direction reversed, 1 undetermined, 83 not "
+                           "tested.")
     assert "A verdict is about the direction of a difference in this design, about the *test set*." in text
+    assert text.index("BSC above MSE") < text.index("never pooled")  # the tables first, the method after them
     assert text.index("*Primary family* (the chapter's central claims)") < text.index("MSE above BSC (B1; Table 5, Average)")
     assert text.index("MSE above BSC") < text.index("*Secondary family*") < text.index("BSC above MSE")
     assert "Table 2: 83 claims not tested — not run: data absent" in text

@@ -46,7 +46,7 @@ def test_the_ifcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_bo
     assert "PT-BERT-base" in page and "cited" in page  # rows we do not compute, labelled
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "ifcl.html").read_text())
     # each ordering cites the slides' values of the rows it compares; ours are claims of our own
-    assert "IFCL-BERT-base above SimCSE-BERT-base (English STS, Average): paper 77.80 vs 76.25 (+1.55)" in notebook
+    assert "IFCL-BERT-base above SimCSE-BERT-base (I1, English STS, Average; primary family): paper 77.80 vs 76.25 (+1.55)" in notebook
     assert "the Twin loss helps (IFCL above IFCL w/o TL)" in notebook and "above the untouched encoder" in notebook
     assert "tiny untouched (mean pooling)" in set(mine["row"])
     assert "ifcl_gpu_h100.json" in notebook and ("not measured" in notebook or "Measured on" in notebook)

@@ -231,24 +231,24 @@ def findings_section(state: Any) -> str:
     if frame.empty:
         return head + " it wrote no claims file (`claims/<chapter>.csv`), so nothing here is a verdict.\n"
     order = {v: i for i, v in enumerate(TESTED)}
-    parts = [f"{head}, each family on its own (never pooled): "
-             + "; ".join(f"**{family}** ({family_size(frame, family)}): {claims.counts_text(frame[frame['family'] == family])}"
-                         for family in claims.FAMILIES if (frame["family"] == family).any())
-             + ". A verdict is about the direction of a difference in this design" + _about(frame) + ". *Ours*: left − right with its 95 % "
-             "interval over training seeds and test items; the verdict rests on the interval at the level Holm's procedure "
-             "tests the claim at within its family (not a simultaneous interval: the claims file has those); the "
-             "*detectable gap* is the smallest this design finds with 80 % power, in brackets were the seeds' spread at "
-             "its upper bound (statistics: the method page).\n"]
-    for family in claims.FAMILIES:
+    families = [f for f in claims.FAMILIES if (frame["family"] == f).any()]
+    parts = [f"{head}: " + "; ".join(f"**{family}** ({family_size(frame, family)}): {claims.counts_text(frame[frame['family'] == family])}"
+                                     for family in families) + ".\n"]
+    for family in families:
         tested = frame[(frame["family"] == family) & frame["verdict"].isin(TESTED)]
-        if not (frame["family"] == family).any():
-            continue
         tested = tested.assign(_order=tested["verdict"].map(order)).sort_values("_order", kind="stable")
-        parts.append(f"*{family.capitalize()} family*" + (" (the chapter's central claims)" if family == "primary" else "") + ":\n")
+        label = f"*{family.capitalize()} family*" + (" (the chapter's central claims)" if family == "primary" else "")
         if len(tested):
+            parts.append(label + ":\n")
             parts.append(md_table(COLUMNS, [finding_cells(r) for r in tested.to_dict("records")], css_class=FINDINGS_CLASS))
         else:
-            parts.append("No claim of this family could be tested in this run.\n")
+            parts.append(label + ": no claim could be tested in this run.\n")
+    parts.append("Each family has its own Holm correction, never pooled. A verdict is about the direction of a difference "
+                 f"in this design{_about(frame)}. *Ours*: left − right with its 95 % interval over training seeds and test "
+                 "items; the verdict rests on the interval at the level Holm's procedure tests the claim at within its family "
+                 "(not a simultaneous interval: the claims file has those); the *detectable gap* is the smallest this design "
+                 "finds with 80 % power, in brackets were the seeds' spread at its upper bound "
+                 "([how a claim is tested](statistics.md)).\n")
     note = power_note(state)
     if note:
         parts.append(note)
