@@ -30,5 +30,6 @@ def test_the_worked_claim_is_a_decided_one_and_its_numbers_agree_with_each_other
     text = worked_claim([SimpleNamespace(claims=frame)])
     assert f"Δ = {chosen['delta']:+.3f}" in text and f"[{chosen['adj_low']:+.3f}, {chosen['adj_high']:+.3f}]" in text
     assert "secondary family" in text and "2 claims the plan tests" in text and "Bonferroni, 0.05 / 2" in text
+    assert "3 seed(s) against 3," in text and f"± {stats.t.isf(0.025, chosen['df']):.2f} ×" in text
     empty = worked_claim([SimpleNamespace(claims=pd.DataFrame(columns=frame.columns))])
     assert empty.startswith("*This build has no claim with an interval")

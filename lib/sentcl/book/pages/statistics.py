@@ -55,14 +55,15 @@ def worked_claim(states: Sequence[Any]) -> str:
              if math.isfinite(gap) else " It is a claim of ours (no paper gap).")
     lines = [
         f"**The claim**: {md(c['claim'])} ({md(c['chapter'])}, {md(c['table'])}, {md(c['column'])}; {c['family']} family{central}), "
-        f"{c['seeds_left']} seed(s) against {c['seeds_right']}, {c['design']}; about *{c['estimand']}*.{paper}",
+        f"{int(c['seeds_left'])} seed(s) against {int(c['seeds_right'])}, {c['design']}; about *{c['estimand']}*.{paper}",
         "",
         f"1. **The difference**: left − right, each the mean over its seeds on the scored items: Δ = {c['delta']:+.3f}.",
         f"2. **Its noise**: over training seeds, SE {c['seed_se']:.3f}; over test items (the bootstrap variance without the "
         f"seed × item interaction, times the estimand's factor), SE {c['item_se']:.3f}; together "
         f"SE = √({c['seed_se']:.3f}² + {c['item_se']:.3f}²) = {se:.3f}, with {df:.1f} degrees of freedom (Satterthwaite, "
         "the seeds' variance at its upper 90 % bound).",
-        f"3. **Its 95 % interval**: Δ ± t₀.₉₇₅,{df:.1f} × SE = {c['delta']:+.3f} ± {t95:.2f} × {se:.3f} = "
+        f"3. **Its 95 % interval**: Δ ± t × SE, t the 0.975 quantile of Student's t with {df:.1f} degrees of freedom: "
+        f"{c['delta']:+.3f} ± {t95:.2f} × {se:.3f} = "
         f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]; p = {c['p']:.3g} for no difference.",
         f"4. **Its family**: {m} claims the plan tests ({c['family']}); Holm's adjusted p = {c['p_holm']:.3g}. Holm tested "
         f"this claim at level {level:.4g}: the interval at that level, [{c['adj_low']:+.3f}, {c['adj_high']:+.3f}], is the one "
