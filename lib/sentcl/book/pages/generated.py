@@ -220,14 +220,14 @@ def claims_text(state: ChapterState) -> str:
     if frame.empty:
         return ("**Claims**: this run wrote no claims file (`claims/<chapter>.csv`), so nothing here is a "
                 "verdict; the tables show the numbers only.\n")
-    per_table = "; ".join(f"{family} family: {claims.counts_text(frame[frame['family'] == family])}"
+    per_family = "; ".join(f"{family} family: {claims.counts_text(frame[frame['family'] == family])}"
                           for family in claims.FAMILIES if (frame["family"] == family).any())
     why = (" On the sample data they test the code, not the paper." if state.sample
            else " In a rehearsal they test the code on the data's shapes, not the paper." if state.rehearsal
            else " A miniature cannot match the paper's numbers; claims are what it can test." if state.miniature else "")
     return (
         f"**Claims** ({len(frame)}: the paper's orderings of two rows on the {ORDERINGS_ON}, and our own; "
-        f"{CLAIMS_RULE}; the executed notebook states each with its interval): {per_table}.{why}\n"
+        f"{CLAIMS_RULE}; the executed notebook states each with its interval): {per_family}.{why}\n"
     )
 
 
