@@ -28,15 +28,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def random_init(folder: Path) -> Path:
-    """sentcl-mini's architecture and tokenizer at BERT's initialisation (its card's seed), exported as the mini is."""
+def random_init(mini: Path, folder: Path) -> Path:
+    """The mini's architecture and tokenizer at BERT's initialisation (its card's seed), exported as the mini is."""
     from transformers import AutoTokenizer, BertConfig
 
-    from sentcl.pretraining.card import shipped_dir, verify
+    from sentcl.pretraining.card import verify
     from sentcl.pretraining.mlm import export_random_init
 
-    return export_random_init(BertConfig.from_pretrained(shipped_dir()), AutoTokenizer.from_pretrained(shipped_dir()), folder,
-                              verify()["config"]["seed"])
+    return export_random_init(BertConfig.from_pretrained(mini), AutoTokenizer.from_pretrained(mini), folder,
+                              verify(mini)["config"]["seed"])
 
 
 def run(start: str, lr: float, seed: int, pairs, stsb, batch_size: int, work: Path, epochs: int = 1) -> dict:
@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=1, help="passes over the pairs (the grid's runs too)")
+    parser.add_argument("--mini", type=Path, help="the pretrained model folder (default: the shipped sentcl-mini)")
     parser.add_argument("--out", default=str(HERE / "results" / "mini_finetune_cpu.json"))
     args = parser.parse_args()
 
@@ -87,14 +88,15 @@ def main() -> None:
     from sentcl.data import TrainingData
     from sentcl.data.registry import load
     from sentcl.io import atomic_write_json
-    from sentcl.pretraining.card import shipped_dir
+    from sentcl.pretraining.card import shipped_dir, verify
 
     pairs = TrainingData.from_record(load("snli", "dev", data_dir=args.data_dir).with_label("entailment"), labels=False)
     stsb = load("stsbenchmark", "test", data_dir=args.data_dir)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        starts = {"sentcl-mini": str(shipped_dir()), "random init": str(random_init(work / "random-init"))}
+        mini = args.mini or shipped_dir()
+        starts = {"sentcl-mini": str(mini), "random init": str(random_init(mini, work / "random-init"))}
         grid = [run(starts["sentcl-mini"], lr, args.seeds[0], pairs, stsb, args.batch_size, work, args.epochs)
                 for lr in sorted(args.grid)]
         for row in grid:
@@ -110,6 +112,7 @@ def main() -> None:
     scores = {name: [r["stsb"] for r in rows] for name, rows in runs.items()}
     result = {
         **header("mini_finetune", load_before),
+        "mini": verify(mini)["command"],
         "recipe": f"MNRL on SNLI dev entailment pairs ({len(pairs)}), batch {args.batch_size}, {args.epochs} epoch(s), mean pooling, fp32; "
                   "STS-B test Spearman x100 (1,379 pairs)",
         "rule": "the largest rate of the grid at which sentcl-mini's seed-0 MNRL loss is 'learned' (health rule) and ends below its start",

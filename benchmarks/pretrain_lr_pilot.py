@@ -28,6 +28,7 @@ def main() -> None:
     parser.add_argument("--grid", type=float, nargs="+", default=[5e-4, 1e-3, 3e-3])
     parser.add_argument("--tokens", type=int, default=10_000_000, help="the schedule's budget (its warm-up and decay)")
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--vocab-size", type=int, default=0, help="0: all-MiniLM-L6-v2's vocabulary, as the recorded pilot")
     parser.add_argument("--steps", type=int, default=800, help="the step each rate's run stops at")
     parser.add_argument("--work-root", type=Path, default=Path("/tmp"))
     parser.add_argument("--out", default=str(HERE / "results" / "pretrain_lr_pilot_cpu.json"))
@@ -43,7 +44,7 @@ def main() -> None:
         work = args.work_root / f"pilot_{lr:g}"
         done = json.loads((work / "record.json").read_text(encoding="utf-8"))["steps"] if (work / "record.json").is_file() else 0
         subprocess.run([sys.executable, "-m", "sentcl", "pretrain", "--data-dir", args.data_dir, "--precision", "bf16",
-                        "--tokens", str(args.tokens), "--batch-size", str(args.batch_size), "--learning-rate", str(lr),
+                        "--tokens", str(args.tokens), "--vocab-size", str(args.vocab_size), "--batch-size", str(args.batch_size), "--learning-rate", str(lr),
                         "--work", str(work), "--out", str(work / "out"), "--stop-after", str(max(0, args.steps - done))],
                        check=True)
         record = json.loads((work / "record.json").read_text(encoding="utf-8"))

@@ -52,7 +52,7 @@ def step_seconds(loop: str, precision: str, data_dir: str, steps: int, warmup: i
 
     train, heldout, tokenizer = _setup(data_dir, texts)
     total = warmup + steps
-    config = PretrainConfig(tokens=total * 64 * 128, precision=precision, eval_every=10_000, checkpoint_every=10_000)
+    config = PretrainConfig(tokens=total * 64 * 128, vocab_size=0, precision=precision, eval_every=10_000, checkpoint_every=10_000)
     with tempfile.TemporaryDirectory() as work:
         if loop == "sentcl":
             _, result = pretrain(train, heldout, tokenizer, work, config, show_progress=False)

@@ -26,6 +26,7 @@ from sentcl.pretraining.mlm import (
 )
 
 TINY = Architecture(layers=2, hidden=32, heads=2, intermediate=64, positions=32)
+SAMPLE = (("wiki1m", "prefix"), ("stsbenchmark", "train"))
 TEXTS = [f"the cat number {i} sat on the mat of house {i % 7} near the river" for i in range(300)]
 
 
@@ -36,7 +37,7 @@ def tokenizer():
 
 def _config(**kw) -> PretrainConfig:
     base = {"tokens": 16 * 32 * 8, "batch_size": 16, "seq_len": 32, "eval_every": 3, "checkpoint_every": 2, "architecture": TINY,
-            "learning_rate": 5e-3}
+            "learning_rate": 5e-3, "vocab_size": 0}
     return PretrainConfig(**{**base, **kw})
 
 
@@ -115,18 +116,25 @@ def test_the_config_refuses_what_cannot_run():
         PretrainConfig(learning_rate=0.0)
 
 
+def test_a_tokenizer_that_is_not_the_configured_vocabulary_is_refused(tokenizer, tmp_path):
+    with pytest.raises(ConfigError, match="a tokenizer of 30,522 tokens for vocab_size 8192"):
+        pretrain(TEXTS[:280], TEXTS[280:], tokenizer, tmp_path, _config(vocab_size=8192), show_progress=False)
+
+
 def test_sentcl_pretrain_runs_the_whole_path_on_a_tiny_corpus_and_verify_catches_damage(tmp_path, capsys):
     """``make test`` runs the whole pretraining path in seconds: corpus (the project's sample data), training,
     export, zero-shot scores, card; then ``--verify`` passes, and fails in one line on a damaged or missing file."""
     out, work = tmp_path / "mini", tmp_path / "work"
     from sentcl.data import samples_root
 
-    status = main(["pretrain", "--data-dir", str(samples_root()), "--sources", "wiki1m/prefix", "stsbenchmark/train",
+    status = main(["pretrain", "--data-dir", str(samples_root()), "--sources", *(f"{d}/{s}" for d, s in SAMPLE),
                    "--out", str(out), "--work", str(work), "--tokens", "4096", "--batch-size", "8", "--seq-len", "16",
                    "--eval-every", "8", "--architecture", "layers=2,hidden=32,heads=2,intermediate=64,positions=16",
-                   "--zero-shot-tasks", "STSb"])
+                   "--zero-shot-tasks", "STSb", "--vocab-size", "400"])
     assert status == 0
     card = verify(out)
+    assert card["vocab_size"] <= 400 and card["tokenizer"].startswith("sentcl-wordpiece-")
+    assert AutoTokenizer.from_pretrained(out).get_vocab() == AutoTokenizer.from_pretrained(work / "tokenizer").get_vocab()
     assert set(card["sha256"]) == {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
     assert card["result"]["steps"] == 32 and card["result"]["heldout"][-1][0] == 32
     assert set(card["zero_shot"]) == {"sentcl-mini (this model)", "the same BERT at its random initialisation",

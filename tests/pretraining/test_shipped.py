@@ -64,13 +64,13 @@ def test_the_recipe_s_first_steps_give_the_recorded_losses(card, real_corpus, tm
     batch, mask or initialisation moves (the recorded losses of steps 1-10 differ from each other by more)."""
     from transformers import AutoTokenizer
 
-    from sentcl.models import MINILM, resolve_model
+    from sentcl.pretraining.card import shipped_dir
     from sentcl.pretraining.mlm import Architecture, PretrainConfig, pretrain
 
     saved = dict(card["config"])
     config = PretrainConfig(**{**saved, "adam_betas": tuple(saved["adam_betas"]), "architecture": Architecture(**saved["architecture"])})
     corpus = real_corpus
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model(MINILM), model_max_length=config.seq_len)
+    tokenizer = AutoTokenizer.from_pretrained(shipped_dir(), model_max_length=config.seq_len)  # the run's vocabulary, its record
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SlowPrecisionWarning)
         _, result = pretrain(corpus.train, corpus.heldout, tokenizer, tmp_path, config, stop_after=10, show_progress=False)

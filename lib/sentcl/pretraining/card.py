@@ -77,6 +77,12 @@ def write_card(folder: Path, card: dict[str, Any]) -> dict[str, Any]:
     return card
 
 
+def _vocabulary(card: dict[str, Any]) -> str:
+    if card["config"].get("vocab_size"):
+        return f"an uncased WordPiece vocabulary of {card['vocab_size']:,} tokens trained on the corpus"
+    return f"the uncased WordPiece vocabulary of {card['vocab_size']:,} tokens that all-MiniLM-L6-v2 ships"
+
+
 def render(card: dict[str, Any]) -> str:
     """The card as Markdown: what the model is, what it was trained on, how, and how well."""
     arch, cfg, result, corpus = card["architecture"], card["config"], card["result"], card["corpus"]
@@ -85,8 +91,8 @@ def render(card: dict[str, Any]) -> str:
         f"# {NAME}",
         "",
         f"A {arch['layers']}-layer BERT (hidden {arch['hidden']}, {arch['heads']} heads, feed-forward {arch['intermediate']}, "
-        f"{arch['positions']} positions; {card['parameters']:,} parameters, the uncased WordPiece vocabulary of "
-        f"{card['vocab_size']:,} tokens that all-MiniLM-L6-v2 ships) **pretrained by sentcl** by masked-language modelling "
+        f"{arch['positions']} positions; {card['parameters']:,} parameters, {_vocabulary(card)}) **pretrained by sentcl** by "
+        "masked-language modelling "
         f"on {card['train_tokens']:,} tokens of the data root's non-test English text, for {result['steps']:,} steps "
         f"({result['steps'] * cfg['batch_size'] * cfg['seq_len']:,} tokens seen, "
         f"{result['steps'] * cfg['batch_size'] * cfg['seq_len'] / card['train_tokens']:.1f} passes). It has never seen a "

@@ -33,6 +33,8 @@ def register(subparsers, name: str = "pretrain", summary: str = "pretrain sentcl
     p.add_argument("--tokens", type=int, default=defaults.tokens, help=f"training tokens (default {defaults.tokens:,})")
     p.add_argument("--batch-size", type=int, default=defaults.batch_size)
     p.add_argument("--seq-len", type=int, default=defaults.seq_len)
+    p.add_argument("--vocab-size", type=int, default=defaults.vocab_size,
+                   help=f"a WordPiece vocabulary of N tokens trained on the corpus; 0: all-MiniLM-L6-v2's (default {defaults.vocab_size})")
     p.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     p.add_argument("--warmup-fraction", type=float, default=defaults.warmup_fraction)
     p.add_argument("--seed", type=int, default=defaults.seed)
@@ -77,26 +79,24 @@ def _architecture(text: str):
 
 def build(args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
     """Corpus, pretraining, export, zero-shot scores and card: the whole recipe of ``sentcl pretrain``."""
-    from transformers import AutoTokenizer
 
-    from ..models import MINILM, resolve_model
+    from ..models import MINILM
     from ..paths import cache_root
     from ..precision import cpu_supports_bf16
     from .card import write_card
     from .corpus import SOURCES, build_corpus
     from .mlm import PretrainConfig, export_encoder, export_random_init, pretrain, run_key, write_record
+    from .vocabulary import run_tokenizer
 
     sources = SOURCES if not args.sources else tuple(tuple(s.split("/", 1)) for s in args.sources)
     if any(len(s) != 2 for s in sources):
         raise ConfigError(f"--sources: expected DATASET/SPLIT, got {args.sources}")
-    config = PretrainConfig(tokens=args.tokens, batch_size=args.batch_size, seq_len=args.seq_len,
+    config = PretrainConfig(tokens=args.tokens, batch_size=args.batch_size, seq_len=args.seq_len, vocab_size=args.vocab_size,
                             learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction, seed=args.seed,
                             precision=args.precision, eval_every=args.eval_every, architecture=_architecture(args.architecture))
     corpus = build_corpus(root, sources)
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model(MINILM), model_max_length=config.seq_len)
-    tokenizer.name_or_path = MINILM  # the vocabulary's name, not where this machine keeps it
-    key = run_key(config, corpus.train, corpus.heldout, MINILM)
-    work = args.work or cache_root() / "pretrain" / key
+    work = args.work or cache_root() / "pretrain" / run_key(config, corpus.train, corpus.heldout, MINILM)
+    tokenizer = run_tokenizer(work, config.vocab_size, corpus.train, config.seq_len)
     print(f"{NAME}: {len(corpus.train):,} training texts, {len(corpus.heldout):,} held out; {config.steps:,} steps; "
           f"state in {work}", file=sys.stderr)
     model, result = pretrain(corpus.train, corpus.heldout, tokenizer, work, config, half_dir=work / "half",
@@ -117,7 +117,7 @@ def build(args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
         "architecture": config.architecture.__dict__,
         "parameters": sum(p.numel() for p in model.bert.parameters()),
         "vocab_size": len(tokenizer),
-        "tokenizer": MINILM,
+        "tokenizer": tokenizer.name_or_path,
         "train_tokens": result.train_tokens,
         "corpus": corpus.summary(),
         "config": config.to_dict(),

@@ -4,16 +4,16 @@ the corpus of :mod:`sentcl.pretraining.corpus`, the regime every paper of the bo
 The recipe, with the ecosystem's parts:
 
 - **model**: transformers' ``BertForMaskedLM`` at :class:`Architecture` (4 layers, hidden 256, 4
-  heads, feed-forward 1024, 128 positions), the uncased WordPiece vocabulary all-MiniLM-L6-v2 ships
-  (BERT's, 30,522 tokens); weights drawn by BERT's own initialisation under ``seed``;
+  heads, feed-forward 1024, 128 positions), an uncased WordPiece vocabulary of 8,192 tokens trained on
+  the corpus (:mod:`sentcl.pretraining.vocabulary`); weights drawn by BERT's own initialisation under ``seed``;
 - **data**: the texts shuffled once, tokenized, joined with ``[SEP]`` and cut into sequences of
   ``[CLS]`` + 127 tokens (:func:`pack`): no padding anywhere; every epoch visits the sequences in a
   new order (:func:`batch_rows`);
 - **masking**: transformers' ``DataCollatorForLanguageModeling``, 15 % of the non-special tokens
   chosen afresh at every step (80 % ``[MASK]``, 10 % a random token, 10 % kept), the loss at the
   chosen positions only;
-- **loss** (:func:`mlm_loss`): the prediction head (transform + the 30,522-way projection tied to the
-  embeddings) computed **only at the masked positions**, about 15 % of them. The head is most of a
+- **loss** (:func:`mlm_loss`): the prediction head (transform + the vocabulary-wide projection tied to
+  the embeddings) computed **only at the masked positions**, about 15 % of them. The head is most of a
   small model's work at every position: on 2 CPU cores this alone makes a step 2.9 times faster
   (``benchmarks/results/pretrain_throughput_cpu.json``), with the same loss as ``BertForMaskedLM``'s
   own (``tests/pretraining/test_mlm.py``);
@@ -49,6 +49,9 @@ from ..io import atomic_directory, atomic_write_json, read_json
 from ..precision import PRECISIONS, autocast, resolve_precision
 from ..progress import progress_bar
 
+MINILM_VOCAB = 30_522
+"""The size of the vocabulary all-MiniLM-L6-v2 ships (BERT's uncased), ``vocab_size`` 0."""
+
 
 @dataclass(frozen=True)
 class Architecture:
@@ -72,12 +75,16 @@ class Architecture:
 class PretrainConfig:
     """Everything that decides the pretrained weights (with the corpus and the tokenizer)."""
 
-    tokens: int = 24_000_000
+    tokens: int = 30_000_000
     """The budget in training tokens (sequence positions, [CLS] and [SEP] included): steps = tokens / (batch × length).
-    24 M, about 20 passes over the corpus' 1.2 M: the held-out loss was still 0.1 nats per 100 steps from its
-    unigram-level plateau at 10 M (``benchmarks/README.md``)."""
+    30 M, about 23 passes over the corpus' 1.3 M: with the corpus' own vocabulary the held-out loss stays near the
+    unigram level for about 10 M tokens, then falls (``benchmarks/README.md``: a 12 M-token run ended 0.75 nats below
+    it, the 30 M-token run 2.43)."""
     batch_size: int = 64
     seq_len: int = 128
+    vocab_size: int = 8192
+    """A WordPiece vocabulary of this many tokens trained on the corpus (:mod:`sentcl.pretraining.vocabulary`, which
+    says why); 0: the 30,522-token vocabulary all-MiniLM-L6-v2 ships (the first shipped mini's)."""
     learning_rate: float = 1e-3
     warmup_fraction: float = 0.06
     weight_decay: float = 0.01
@@ -93,6 +100,8 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         for name in ("tokens", "batch_size", "seq_len", "eval_every", "checkpoint_every"):
             check_positive_int(name, getattr(self, name))
+        if self.vocab_size and self.vocab_size < 256:
+            raise ConfigError(f"vocab_size {self.vocab_size}: expected 0 (all-MiniLM-L6-v2's vocabulary) or at least 256")
         check_number("learning_rate", self.learning_rate, low=0.0, low_open=True)
         check_number("warmup_fraction", self.warmup_fraction, low=0.0, high=1.0)
         check_number("mlm_probability", self.mlm_probability, low=0.0, high=1.0, low_open=True)
@@ -222,6 +231,9 @@ def pretrain(
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     precision = resolve_precision(config.precision, "cpu")
+    if len(tokenizer) > config.vocab_size if config.vocab_size else len(tokenizer) != MINILM_VOCAB:
+        raise ConfigError(f"a tokenizer of {len(tokenizer):,} tokens for vocab_size {config.vocab_size} (0: all-MiniLM-L6-v2's "
+                          f"{MINILM_VOCAB:,}; N: a vocabulary of at most N trained on the corpus)")
     key = run_key(config, train, heldout, tokenizer.name_or_path)
     train_rows = pack(train, tokenizer, config.seq_len, config.seed)
     heldout_rows = pack(heldout, tokenizer, config.seq_len, config.seed + 1)
