@@ -79,7 +79,6 @@ def _architecture(text: str):
 
 def build(args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
     """Corpus, pretraining, export, zero-shot scores and card: the whole recipe of ``sentcl pretrain``."""
-
     from ..models import MINILM
     from ..paths import cache_root
     from ..precision import cpu_supports_bf16

@@ -2,14 +2,14 @@
 
 Why not the 30,522-token vocabulary all-MiniLM-L6-v2 ships: on the corpus' 1.2 M tokens, 6,678 of
 its tokens never occur and 20,667 occur fewer than 10 times. The MLM head is tied to the input
-embeddings, so every step's softmax pushes those rows the same way (towards a common direction, away
-from the hidden states), and they end up less distinct than at initialisation: exactly the content
-words an STS pair turns on. A vocabulary trained on the corpus (8,192 tokens by default) sees its
+embeddings, so every step's softmax pushes the rows of tokens it never predicts the same way, away from
+the hidden states (Gao et al. 2019's "representation degeneration"; an argument, not measured here),
+and those are the content words an STS pair turns on. A vocabulary trained on the corpus (8,192 tokens by default) sees its
 median token about 50 times, and the embedding table falls from 7.8 M to 2.1 M parameters.
 
 The trainer is BERT's own pipeline (lower-casing, BERT's pre-tokenizer, ``##`` continuations,
 ``[CLS]``/``[SEP]`` templates) through transformers' ``train_new_from_iterator``. Its ids vary between
-runs (its ties are ordered by hashed maps), so :func:`train_wordpiece` renumbers the tokens: the five
+runs (observed: equally frequent candidates come out in a varying order), so :func:`train_wordpiece` renumbers the tokens: the five
 special tokens first, then the rest sorted. A WordPiece lookup is by string, so the numbering changes no
 tokenization. Which tokens it keeps can vary too where merges tie at the cut-off: on the real corpus,
 five runs in separate processes kept the same 8,192, but on a small repetitive corpus they differ. So
