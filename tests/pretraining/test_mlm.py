@@ -26,7 +26,6 @@ from sentcl.pretraining.mlm import (
 )
 
 TINY = Architecture(layers=2, hidden=32, heads=2, intermediate=64, positions=32)
-SAMPLE = (("wiki1m", "prefix"), ("stsbenchmark", "train"))
 TEXTS = [f"the cat number {i} sat on the mat of house {i % 7} near the river" for i in range(300)]
 
 
@@ -127,7 +126,7 @@ def test_sentcl_pretrain_runs_the_whole_path_on_a_tiny_corpus_and_verify_catches
     out, work = tmp_path / "mini", tmp_path / "work"
     from sentcl.data import samples_root
 
-    status = main(["pretrain", "--data-dir", str(samples_root()), "--sources", *(f"{d}/{s}" for d, s in SAMPLE),
+    status = main(["pretrain", "--data-dir", str(samples_root()), "--sources", "wiki1m/prefix", "stsbenchmark/train",
                    "--out", str(out), "--work", str(work), "--tokens", "4096", "--batch-size", "8", "--seq-len", "16",
                    "--eval-every", "8", "--architecture", "layers=2,hidden=32,heads=2,intermediate=64,positions=16",
                    "--zero-shot-tasks", "STSb", "--vocab-size", "400"])

@@ -94,6 +94,8 @@ def build(args: argparse.Namespace, root: Path) -> dict[str, Any] | None:
                             learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction, seed=args.seed,
                             precision=args.precision, eval_every=args.eval_every, architecture=_architecture(args.architecture))
     corpus = build_corpus(root, sources)
+    # the run's folder is keyed by what the vocabulary is trained from (the configuration, the corpus); the trained
+    # vocabulary lives inside it, and the checkpoint's own key (pretrain) names that vocabulary too
     work = args.work or cache_root() / "pretrain" / run_key(config, corpus.train, corpus.heldout, MINILM)
     tokenizer = run_tokenizer(work, config.vocab_size, corpus.train, config.seq_len)
     print(f"{NAME}: {len(corpus.train):,} training texts, {len(corpus.heldout):,} held out; {config.steps:,} steps; "

@@ -221,7 +221,7 @@ def claims_text(state: ChapterState) -> str:
         return ("**Claims**: this run wrote no claims file (`claims/<chapter>.csv`), so nothing here is a "
                 "verdict; the tables show the numbers only.\n")
     per_family = "; ".join(f"{family} family: {claims.counts_text(frame[frame['family'] == family])}"
-                          for family in claims.FAMILIES if (frame["family"] == family).any())
+                           for family in claims.FAMILIES if (frame["family"] == family).any())
     why = (" On the sample data they test the code, not the paper." if state.sample
            else " In a rehearsal they test the code on the data's shapes, not the paper." if state.rehearsal
            else " A miniature cannot match the paper's numbers; claims are what it can test." if state.miniature else "")
