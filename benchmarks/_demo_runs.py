@@ -72,7 +72,8 @@ def gather(out: Path, chapter: str, column: str) -> dict[str, Any]:
                                                                   "p_holm", "verdict", "reason", "source")}
                    for c in tested.to_dict("records")],
         "health": {name: {k: h.get(k) for k in ("trained_steps", "planned_steps", "peak_lr", "start_cosine", "loss_start",
-                                                 "loss_end", "active", "reason")} for name, h in sorted(healths.items())},
+                                                 "loss_end", "active", "reason", "learned",
+                                                 "learned_reason")} for name, h in sorted(healths.items())},
     }
 
 

@@ -26,21 +26,33 @@ def _health(steps, cosine, active=True):
             "reason": "" if active else "barely moved"}
 
 
-ROWS = {
-    "benchmark": "mnrl_sbert_rows", "date": "2026-11-25T12:00:00+00:00", "machine": {"cpu_model": "AMD EPYC"},
-    "demo_profile": {"seeds": [0, 1, 2], "learning_rate": 2e-5, "sts_max_pairs": 500, "train_pairs": 2000},
-    "runs": [{
-        "train_pairs": 1000,
-        "average": {"all-MiniLM-L6-v2 untouched (mean pooling)": {"value": 80.0, "std": None, "seeds": [0]},
-                    "MNRLSBERT": {"value": 80.5, "std": 0.1, "seeds": [0, 1, 2]},
-                    "SBERT": {"value": 78.25, "std": 0.3, "seeds": [0, 1, 2]}},
-        "claims": [_claim("MNRLSBERT", "SBERT", 2.25, 1.5, 3.0, "direction reproduced"),
-                   _claim("MNRLSBERT", "all-MiniLM-L6-v2 untouched (mean pooling)", 0.5, -0.1, 1.1, "undetermined"),
-                   _claim("SBERT", "all-MiniLM-L6-v2 untouched (mean pooling)", -1.75, -2.5, -1.0, "direction reversed")],
-        "health": {"MNRLSBERT seed 0": _health(84, 0.9921), "SBERT seed 0": _health(63, 0.9812),
-                   "SBERT seed 1": _health(63, 0.9995, active=False)},
-    }],
+def _learned(learned, start, end):
+    return {"trained_steps": 125, "planned_steps": 125, "start_cosine": 0.9, "loss_start": {"step": 10, "loss": start},
+            "loss_end": {"step": 125, "loss": end}, "active": True, "reason": "", "learned": learned,
+            "learned_reason": "" if learned else "its loss did not fall beyond its window-to-window noise"}
+
+
+def _rate(rate, sbert_learned, sbert_dev):
+    health = {"MNRLSBERT seed 0": _learned(True, 2.06, 1.34), "SBERT seed 0": _learned(sbert_learned, 1.13, 1.07)}
+    devs = {"MNRLSBERT seed 0": 65.0, "SBERT seed 0": sbert_dev}
+    good = [n for n in health if health[n]["learned"] and devs[n] >= 50.0]
+    return {"learning_rate": rate, "trained": 2, "learned": 1 + sbert_learned, "all_learned": sbert_learned,
+            "stsb_dev": devs, "qualifying": len(good), "qualifying_dev": sum(devs[n] for n in good) / len(good),
+            "average": {"sentcl-mini untouched (mean pooling)": {"value": 45.0, "std": None, "seeds": [0]},
+                        "MNRLSBERT": {"value": 53.9, "std": None, "seeds": [0]},
+                        "SBERT": {"value": 47.25, "std": None, "seeds": [0]}},
+            "claims": [], "health": health}
+
+
+RATES = {
+    "benchmark": "rate_rule_mnrl_sbert", "date": "2026-11-29T12:00:00+00:00", "machine": {"cpu_model": "AMD EPYC"},
+    "chapter": "mnrl_sbert", "grid": [1e-4, 3e-4, 1e-3], "seed": 0, "chosen": 3e-4, "rule": "THE RULE",
+    "untouched": {"model": "sentcl-mini", "stsb_dev": 50.0},
+    "first_rule": {"rule": "THE FIRST RULE", "chosen": 1e-3},
+    "runs": [_rate(1e-4, False, 52.0), _rate(3e-4, True, 55.5), _rate(1e-3, True, 20.0)],
 }
+
+
 SETTING = {
     "benchmark": "ifcl_demo_setting", "date": "2026-11-25T12:00:00+00:00", "machine": {"cpu_model": "AMD EPYC"},
     "settings": {"steps": 60, "batch_size": 32, "learning_rate": 3e-5, "seed": 0, "precision": "fp32", "log_steps": 10},
@@ -83,24 +95,27 @@ def recorded(tmp_path, monkeypatch):
     return write
 
 
-def test_the_training_rows_table_shows_each_budget_its_averages_intervals_and_health(recorded):
-    recorded(CHAPTERS["mnrl_sbert"].measurement.record, ROWS)
+def test_the_rate_rule_table_shows_each_rate_its_models_health_and_dev_and_both_rules_choices(recorded):
+    recorded(CHAPTERS["mnrl_sbert"].measurement.record, RATES)
     table, caption = benchmarks.measurement_frame("mnrl_sbert")
-    row = table.loc[1000]
-    assert row["steps (MNRL / softmax)"] == "84 / 63"
-    assert row["untouched"] == "80.00" and row["MNRLSBERT"] == "80.50 ± 0.10" and row["SBERT"] == "78.25 ± 0.30"
-    assert row["MNRLSBERT − SBERT"] == "+2.25 [+1.50, +3.00] direction reproduced"
-    assert row["MNRLSBERT − untouched"] == "+0.50 [-0.10, +1.10] undetermined"
-    assert row["SBERT − untouched"] == "-1.75 [-2.50, -1.00] direction reversed"
-    assert row["lowest cosine to start"] == "0.9812" and row["trained (active)"] == "2 of 3"
-    assert "seeds [0, 1, 2]" in caption and "2,000 rows" in caption and "AMD EPYC" in caption
-    assert caption.endswith('The paper\'s claim "MNRLSBERT above SBERT": direction reproduced at 1,000 rows per seed.')
+    assert list(table.index) == ["0.0001", "0.0003", "0.001"]
+    assert table.loc["0.0001", "SBERT learned (loss)"] == "no (1.130 → 1.070)"
+    assert table.loc["0.0003", "MNRLSBERT learned (loss)"] == "yes (2.060 → 1.340)"
+    assert table.loc["0.001", "SBERT STS-B dev"] == "20.00" and table.loc["0.0003", "MNRLSBERT STS-B dev"] == "65.00"
+    assert list(table["qualify (mean dev)"]) == ["1 of 2 (65.00)", "2 of 2 (60.25)", "1 of 2 (65.00)"]
+    assert list(table["chosen"]) == ["", "**the rule**", ""] and list(table["the first rule"]) == ["", "", "chose it"]
+    assert table.loc["0.0003", "SBERT (test average, not read)"] == "47.25"
+    assert not any("untouched" in c for c in table.columns)  # only the trained rows' scores
+    assert "the rule chose 0.0003" in caption and "Grid 0.0001, 0.0003, 0.001, seed 0" in caption and "AMD EPYC" in caption
+    assert "`benchmarks/rate_rule.py --chapter mnrl_sbert`" in caption and "its rule: THE RULE." in caption
+    assert "sentcl-mini scores 50.00 on STS-B dev" in caption
+    assert "(THE FIRST RULE) chose 0.001: it had no check" in caption and "so it is not blind to them" in caption
     page = benchmarks.chapter_section("mnrl_sbert")
-    assert "+2.25 [+1.50, +3.00] direction reproduced" in page and page.count("\n|") >= 3
+    assert "no (1.130 → 1.070)" in page and page.count("\n|") >= 3
     shown, turned = benchmarks.measurement("mnrl_sbert")  # the notebook's cell: caption, then the table turned
-    assert shown == caption and len(table.columns) > 8 and list(turned.columns) == list(table.index)
-    assert turned.loc["MNRLSBERT − SBERT", 1000] == "+2.25 [+1.50, +3.00] direction reproduced"
-    assert turned.columns.name == table.index.name and turned.index.name is None  # one header row: "rows per seed"
+    assert shown == caption and list(turned.columns) == list(table.index)
+    recorded(CHAPTERS["mnrl_sbert"].measurement.record, {**RATES, "first_rule": {"rule": "THE FIRST RULE", "chosen": 3e-4}})
+    assert benchmarks.measurement_frame("mnrl_sbert")[1].endswith("without the dev check (THE FIRST RULE), chose the same.")
 
 
 def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorded):
@@ -136,7 +151,7 @@ def test_a_chapter_without_a_record_says_not_measured_and_one_without_a_measurem
     assert benchmarks.measurement("ifcl") == [why]  # the notebook's cell says why, and shows no table
     assert benchmarks.chapter_section("rcl") == ""
     (tmp_path / CHAPTERS["mnrl_sbert"].measurement.record).write_text("{not json")
-    with pytest.raises(DataFormatError, match=r"mnrl_sbert_rows_cpu\.json"):
+    with pytest.raises(DataFormatError, match=r"rate_rule_mnrl_sbert_cpu\.json"):
         benchmarks.measurement_frame("mnrl_sbert")
 
 
@@ -149,17 +164,6 @@ def test_the_recorded_results_read(chapter):
         pytest.skip(f"benchmarks/results/{name} is not recorded in this checkout")
     table, caption = benchmarks.measurement_frame(chapter)
     assert table is not None and len(table) == len(json.loads(path.read_text())["runs"]) and caption
-
-
-def test_the_caption_groups_the_papers_claim_by_verdict_across_budgets(recorded):
-    runs = []
-    for rows, verdict in ((1000, "undetermined"), (2000, "undetermined"), (3000, "direction reproduced")):
-        run = json.loads(json.dumps(ROWS["runs"][0]))
-        run["train_pairs"], run["claims"][0]["verdict"] = rows, verdict
-        runs.append(run)
-    recorded(CHAPTERS["mnrl_sbert"].measurement.record, {**ROWS, "runs": runs})
-    _, caption = benchmarks.measurement_frame("mnrl_sbert")
-    assert caption.endswith('"MNRLSBERT above SBERT": undetermined at 1,000 and 2,000; direction reproduced at 3,000 rows per seed.')
 
 
 def test_a_record_is_read_once_one_way_none_when_absent_and_its_line_when_broken(tmp_path, monkeypatch):

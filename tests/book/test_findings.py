@@ -33,7 +33,7 @@ def claim(left, right, verdict, *, table="Table 1", column="Average", delta=math
 
 
 def state(frame, *, status="ok", error=None, chapter="bsc", title="BSC: batch-softmax", profiles=("demo",), executed=None):
-    record = None if status is None else SimpleNamespace(status=status, error=error, profile=profiles[0])
+    record = None if status is None else SimpleNamespace(status=status, error=error, profile=profiles[0], parameters={})
     return SimpleNamespace(chapter=chapter, title=title, claims=frame, record=record, has_notebook=True,
                            executed=executed, ran=record is not None or executed is not None, profiles=list(profiles),
                            sample=False, evidence={}, compared=pd.DataFrame({"note": [], "column": [], "row": [], "value": []}))
@@ -104,6 +104,24 @@ def test_the_findings_section_lists_every_verdict_and_folds_the_rest():
     assert text.index("MSE above BSC") < text.index("*Secondary family*") < text.index("BSC above MSE")
     assert "Table 2: 83 claims not tested — not run: data absent" in text
     assert text.count("<details") == 1 and text.count("<li>") == 83
+
+
+def test_the_findings_say_which_encoder_stands_in_for_the_papers_described_by_its_card():
+    from sentcl.book.parameters import shipped_parameters
+    from sentcl.chapters import CHAPTERS
+    from sentcl.pretraining.card import read_card
+
+    frame = pd.DataFrame([claim("MNRLSBERT", "SBERT", REPRODUCED, delta=1.0, low=0.5, high=1.5)])
+    card = read_card()
+    for profile, said in (("demo", True), ("paper", False)):
+        s = state(frame, chapter="mnrl_sbert", profiles=(profile,))
+        s.record.parameters, s.spec = shipped_parameters("mnrl_sbert", profile), CHAPTERS["mnrl_sbert"]
+        text = findings_section(s)
+        assert ("**The encoder.** BERT: sentcl-mini, a 4-layer BERT (hidden 256" in text) is said, profile
+        if said:  # the card's numbers, and what a verdict is then about, under the counts and above the tables
+            assert f"on {card['train_tokens']:,} tokens of the data root's non-test English text" in text
+            assert "stands in for bert-base-uncased. A verdict says which way a claim goes with this encoder" in text
+            assert text.index("**secondary**") < text.index("**The encoder.**") < text.index("*Secondary family*")
 
 
 @pytest.mark.parametrize(("record", "error", "executed", "expected"), [

@@ -8,6 +8,7 @@ read the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.build.runner`).
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,11 @@ from sentcl.data import load, samples_root
 from sentcl.data.nli import prepare_nli
 from sentcl.evaluation.tasks import STS_AVERAGE
 from sentcl.losses import SBERT_CONCATENATION
-from sentcl.models import MINILM, POOLINGS
+from sentcl.models import POOLINGS
+from sentcl.pretraining.card import read_card
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "mnrl_sbert.ipynb"
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "mnrl_sbert.ipynb"
 
 # The values the paper states (section in brackets).
 PAPER = {
@@ -74,7 +77,9 @@ MAY_DIFFER = {
     "train_pairs", "whitening_fit_sentences", "sts_max_pairs",  # budgets
     "checkpoint_steps",  # how often a run can resume from: not part of the result (not in the trainer's cache key)
     "softmax_classifier_lr",  # the demo's 125 steps leave a classifier at the encoder's rate at chance
-    "seeds",  # the demo trains three seeds, so that a gap between two trained rows can be told from the seed's noise
+    "seeds",  # the demo trains five seeds, so that a gap between two trained rows can be told from the seed's noise
+    "learning_rate",  # the demo's small encoder: its rate by the rule its profile states (benchmarks/rate_rule.py)
+    "max_seq_length",  # sentcl-mini has 128 positions
     "not_run_rows",  # the rows a profile leaves out, each with its reason
 }
 ROW_PARAMETERS = ("mnrl_rows", "softmax_rows", "first_last_avg_rows", "whitening_rows")
@@ -140,12 +145,29 @@ def test_demo_and_smoke_differ_from_the_paper_only_where_they_must(profiles):
     for profile in ("demo", "smoke"):
         changed = {name for name, value in profiles[profile].items() if value != paper[name] and name != "profile"}
         assert changed - {"whitening_k"} <= MAY_DIFFER, f"{profile} changes {sorted(changed - MAY_DIFFER)}"
-    assert profiles["demo"]["base_models"] == {"BERT": MINILM}
+    assert profiles["demo"]["base_models"] == {"BERT": "sentcl-mini"}
+    assert profiles["demo"]["max_seq_length"] == read_card()["architecture"]["positions"]
     assert profiles["smoke"]["base_models"] == {"BERT": "tiny"}
     assert profiles["demo"]["whitening_k"] == 0  # only the tiny model needs fewer dimensions
     # the demo keeps the same budget for both objectives, and the central comparison, with seeds enough to measure noise
     assert profiles["demo"]["train_pairs"] > 0 and profiles["demo"]["mnrl_rows"] and profiles["demo"]["softmax_rows"]
-    assert len(profiles["demo"]["seeds"]) >= 3
+    assert len(profiles["demo"]["seeds"]) >= 5
+
+
+def test_the_demo_learning_rate_is_the_rate_rules_choice_recomputed_from_its_record(profiles):
+    """The demo's rate is what benchmarks/rate_rule.py recorded, and the record's choice follows from its own runs
+    by the rule: the most trained rows that learned with STS-B dev not below the untouched mini's, then the best dev."""
+    record = json.loads((ROOT / "benchmarks" / "results" / "rate_rule_mnrl_sbert_cpu.json").read_text())
+    demo = profiles["demo"]
+    assert record["demo_profile"] == {k: v for k, v in demo.items() if k != "learning_rate"}  # measured on this profile
+    assert record["untouched"]["model"] == demo["base_models"]["BERT"] and record["seed"] == demo["seeds"][0]
+    floor = record["untouched"]["stsb_dev"]
+    ranked = []
+    for run in record["runs"]:
+        good = [record_dev for name, record_dev in run["stsb_dev"].items() if run["health"][name]["learned"] and record_dev >= floor]
+        assert set(run["health"]) == set(run["stsb_dev"]) == {f"{row} seed 0" for row in (*demo["mnrl_rows"], *demo["softmax_rows"])}
+        ranked.append((len(good), sum(good) / len(good) if good else -1.0, run["learning_rate"]))
+    assert max(ranked)[2] == record["chosen"] == demo["learning_rate"]
 
 
 def test_every_row_a_profile_leaves_out_says_why(profiles):

@@ -2,8 +2,7 @@
 captions and figures (:data:`CAPTIONS`, :data:`FIGURES`), the data each paper row needs, its GPU-memory rows (estimates: no GPU record), its plan of runs
 (:func:`plan`, whose per-run estimate ``benchmarks/mnrl_sbert_cost.py`` makes, converted onto the
 paper's T4 by :func:`sentcl.book.estimates.cost.t4_hours`), and the measurement its demo rests on
-(``benchmarks/mnrl_sbert_rows.py``: the demo run at several numbers of training rows per seed, and how its
-claims, MNRL against the softmax loss and each against the untouched encoder, move with that budget).
+(``benchmarks/rate_rule.py``: the demo's one learning rate, by the rule its profile writes down).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell, recorded
+from ..book.estimates.benchmarks import rate_rule, recorded
 from ..book.estimates.cost import chapter_stages, run_steps, t4_checkpoints, t4_hours
 from ..book.estimates.coverage import scored_sets
 from ..book.estimates.gpu_memory import MemoryRow, estimated
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from ..data.nli import NLIData
 
 NAME = "mnrl_sbert"
-TRAINING_ROWS = "mnrl_sbert_rows_cpu.json"
 COST_RECORD = "mnrl_sbert_cost_cpu.json"
 """The training FLOPs per step of each run, measured on a CPU by ``benchmarks/mnrl_sbert_cost.py``: the T4 hours' base."""
 CAPTIONS = {"Table 1": "MNRL models and unsupervised baselines", "Table 2": "MNRL models and supervised baselines"}
@@ -141,56 +139,6 @@ def memory_rows(paper: Mapping[str, Any]) -> list[MemoryRow]:
             for family, model in paper["base_models"].items() for loss, batch in runs]
 
 
-def training_rows_frame(result: dict[str, Any]) -> pd.DataFrame:
-    """One row per number of training rows of ``mnrl_sbert_rows_cpu.json``: the average Spearman of the
-    untouched encoder and of both objectives (mean ± std over the seeds), each claim's difference with its
-    95 % interval and verdict, and the trained models' health (steps, the lowest cosine to the start,
-    how many counted as trained)."""
-    rows = []
-    for run in result["runs"]:
-        average = run["average"]
-        untouched = next((r for r in average if "untouched" in r), None)
-        claims = {(c["left"], c["right"]): c for c in run["claims"]}
-        health = run["health"]
-        steps = {m.split(" seed")[0]: h["trained_steps"] for m, h in health.items()}
-        rows.append({
-            "rows per seed": run["train_pairs"],
-            "steps (MNRL / softmax)": f"{steps.get('MNRLSBERT', '—')} / {steps.get('SBERT', '—')}",
-            "untouched": mean_std_cell(average.get(untouched)),
-            "MNRLSBERT": mean_std_cell(average.get("MNRLSBERT")),
-            "SBERT": mean_std_cell(average.get("SBERT")),
-            "MNRLSBERT − SBERT": interval_cell(claims.get(("MNRLSBERT", "SBERT"))),
-            "MNRLSBERT − untouched": interval_cell(claims.get(("MNRLSBERT", untouched))),
-            "SBERT − untouched": interval_cell(claims.get(("SBERT", untouched))),
-            **health_columns(health),
-        })
-    return pd.DataFrame(rows).set_index("rows per seed")
-
-
-def _training_rows_caption(result: dict[str, Any]) -> str:
-    profile = result["demo_profile"]
-    return (f"The demo (all-MiniLM-L6-v2, seeds {profile['seeds']}, learning rate {profile['learning_rate']:g}, "
-            f"{profile['sts_max_pairs']} pairs per STS task) at each number of training rows per seed, measured by "
-            f"`benchmarks/mnrl_sbert_rows.py` on {result['machine']['cpu_model']} ({result['date'][:10]}): the average "
-            "Spearman × 100 (mean ± std over the seeds) and each difference with its 95 % interval over seeds and test "
-            f"pairs and its verdict, Holm-corrected within each run. The book's demo trains {profile['train_pairs']:,} rows."
-            + _verdicts_by_rows(result, ("MNRLSBERT", "SBERT")))
-
-
-def _verdicts_by_rows(result: dict[str, Any], pair: tuple[str, str]) -> str:
-    """`` The paper's claim "<left> above <right>": direction reproduced at 3,000 rows; undetermined at 1,000 and 2,000.``
-    (the verdicts of ``pair`` in the recorded runs, grouped), or nothing when no run tested it."""
-    by_verdict: dict[str, list[int]] = {}
-    for run in result["runs"]:
-        for claim in run["claims"]:
-            if (claim["left"], claim["right"]) == pair:
-                by_verdict.setdefault(claim["verdict"], []).append(run["train_pairs"])
-    if not by_verdict:
-        return ""
-    parts = [f"{verdict} at {' and '.join(f'{n:,}' for n in sorted(rows))}" for verdict, rows in by_verdict.items()]
-    return f' The paper\'s claim "{pair[0]} above {pair[1]}": ' + "; ".join(parts) + " rows per seed."
-
-
 def encoders(p: Mapping[str, Any]) -> dict[str, str]:
     """Model family -> the encoder its runs start from, in a profile's parameters ``p`` (the notebook's run)."""
     return dict(p["base_models"])
@@ -243,8 +191,7 @@ CHAPTER = Chapter(
     title="MNRL-SBERT: multiple-negatives ranking loss on NLI (Taneja et al. 2023)",
     memory=memory_rows,
     needs=data_needs,
-    measurement=Measurement(TRAINING_ROWS, "How the verdicts move with the training rows", training_rows_frame,
-                            _training_rows_caption),
+    measurement=rate_rule(NAME),
     plan=plan,
     build=build,
     models=encoders,
@@ -255,4 +202,4 @@ CHAPTER = Chapter(
 
 
 __all__ = ["CAPTIONS", "CHAPTER", "FIGURES", "PAPER_MODELS", "build", "central_claims", "data_needs", "encoders", "load_nli", "memory_rows", "plan",
-           "train", "training_rows_frame", "training_stage"]
+           "train", "training_stage"]

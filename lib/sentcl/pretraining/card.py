@@ -44,10 +44,7 @@ def verify(folder: str | Path | None = None) -> dict[str, Any]:
     lists against its sha256. A missing or damaged file raises one line naming it and the command
     that rebuilds it."""
     folder = Path(folder) if folder is not None else shipped_dir()
-    card_path = folder / CARD
-    if not card_path.is_file():
-        raise DataMissingError(f"{card_path} is missing: sentcl-mini is not there; rebuild it with `{REBUILD}`")
-    card = read_json(card_path, "sentcl-mini's model card")
+    card = read_card(folder)
     for name, expected in card["sha256"].items():
         path = folder / name
         if not path.is_file():
@@ -57,6 +54,16 @@ def verify(folder: str | Path | None = None) -> dict[str, Any]:
             raise SentclError(f"{path} is damaged: its sha256 is {found}, its card says {expected}; restore it from git "
                               f"or rebuild sentcl-mini with `{REBUILD}`")
     return card
+
+
+def read_card(folder: str | Path | None = None) -> dict[str, Any]:
+    """The card of the model in ``folder`` (default: the shipped one), unchecked: what a page describing the
+    model reads (:func:`verify` checks the files too). A missing card raises one line naming it and the
+    command that rebuilds it."""
+    card_path = (Path(folder) if folder is not None else shipped_dir()) / CARD
+    if not card_path.is_file():
+        raise DataMissingError(f"{card_path} is missing: sentcl-mini is not there; rebuild it with `{REBUILD}`")
+    return read_json(card_path, "sentcl-mini's model card")
 
 
 def unigram_entropy(rows: np.ndarray, special: Iterable[int]) -> float:
@@ -83,19 +90,28 @@ def _vocabulary(card: dict[str, Any]) -> str:
     return f"the uncased WordPiece vocabulary of {card['vocab_size']:,} tokens that all-MiniLM-L6-v2 ships"
 
 
+def description(card: dict[str, Any]) -> str:
+    """What the model is, in one sentence from its card: "a 4-layer BERT (hidden 256, ...) pretrained by sentcl
+    by masked-language modelling on N tokens ..., for S steps (T tokens seen, P passes)" (the card's first line
+    and every page whose run fine-tunes it: :mod:`sentcl.book.pages.findings`)."""
+    arch, cfg, result = card["architecture"], card["config"], card["result"]
+    seen = result["steps"] * cfg["batch_size"] * cfg["seq_len"]
+    return (f"a {arch['layers']}-layer BERT (hidden {arch['hidden']}, {arch['heads']} heads, feed-forward "
+            f"{arch['intermediate']}, {arch['positions']} positions; {card['parameters']:,} parameters, {_vocabulary(card)}) "
+            f"**pretrained by sentcl** by masked-language modelling on {card['train_tokens']:,} tokens of the data root's "
+            f"non-test English text, for {result['steps']:,} steps ({seen:,} tokens seen, "
+            f"{seen / card['train_tokens']:.1f} passes)")
+
+
 def render(card: dict[str, Any]) -> str:
     """The card as Markdown: what the model is, what it was trained on, how, and how well."""
-    arch, cfg, result, corpus = card["architecture"], card["config"], card["result"], card["corpus"]
+    cfg, result, corpus = card["config"], card["result"], card["corpus"]
     curve = result["heldout"]
+    what = description(card)
     lines = [
         f"# {NAME}",
         "",
-        f"A {arch['layers']}-layer BERT (hidden {arch['hidden']}, {arch['heads']} heads, feed-forward {arch['intermediate']}, "
-        f"{arch['positions']} positions; {card['parameters']:,} parameters, {_vocabulary(card)}) **pretrained by sentcl** by "
-        "masked-language modelling "
-        f"on {card['train_tokens']:,} tokens of the data root's non-test English text, for {result['steps']:,} steps "
-        f"({result['steps'] * cfg['batch_size'] * cfg['seq_len']:,} tokens seen, "
-        f"{result['steps'] * cfg['batch_size'] * cfg['seq_len'] / card['train_tokens']:.1f} passes). It has never seen a "
+        f"{what[0].upper()}{what[1:]}. It has never seen a "
         "sentence pair: it is the demo's stand-in for the MLM-pretrained encoders the papers fine-tune.",
         "",
         "Weights: fp16 safetensors (loaded in fp32). The MLM head is not shipped; the pooler layer is at its "

@@ -61,6 +61,57 @@ def health_columns(health: dict[str, dict]) -> dict[str, str]:
             "trained (active)": f"{sum(bool(h.get('active')) for h in health.values())} of {len(health)}"}
 
 
+def _learned_cell(health: dict[str, Any]) -> str:
+    start, end = health.get("loss_start") or {}, health.get("loss_end") or {}
+    loss = f"{start['loss']:.3f} → {end['loss']:.3f}" if start and end else "no loss"
+    return f"{'yes' if health.get('learned') else 'no'} ({loss})"
+
+
+def rate_rule_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """One row per learning rate of a ``benchmarks/rate_rule.py`` record: per trained model of the seed-0 run,
+    whether it learned (the health rule; its loss from the first to the last window) and its STS-B dev score;
+    how many qualified (learned, dev not below the untouched encoder's) and their mean dev; the rule's choice and
+    the first rule's; and, for the reader only (the rules read no test score), each row's test-set average."""
+    rows = []
+    for run in result["runs"]:
+        row: dict[str, str] = {"learning rate": f"{run['learning_rate']:g}"}
+        for name, h in run["health"].items():
+            row[f"{name.split(' seed')[0]} learned (loss)"] = _learned_cell(h)
+            row[f"{name.split(' seed')[0]} STS-B dev"] = f"{run['stsb_dev'][name]:.2f}"
+        row["qualify (mean dev)"] = (f"{run['qualifying']} of {run['trained']}"
+                                     + (f" ({run['qualifying_dev']:.2f})" if run["qualifying_dev"] is not None else ""))
+        row["chosen"] = "**the rule**" if run["learning_rate"] == result["chosen"] else ""
+        row["the first rule"] = "chose it" if run["learning_rate"] == result["first_rule"]["chosen"] else ""
+        row.update({f"{name} (test average, not read)": f"{cell['value']:.2f}" for name, cell in run["average"].items()
+                    if any(name == m.split(" seed")[0] for m in run["health"])})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("learning rate")
+
+
+def rate_rule_caption(result: dict[str, Any]) -> str:
+    """What a ``benchmarks/rate_rule.py`` record shows: the rule, its grid and seed, the machine, the choice."""
+    untouched = result["untouched"]
+    return (f"The demo's learning rate, one for every trained row, by its rule: {result['rule']}. Grid "
+            f"{', '.join(f'{r:g}' for r in result['grid'])}, seed {result['seed']}, the rest of the demo profile unchanged; "
+            f"the untouched {untouched['model']} scores {untouched['stsb_dev']:.2f} on STS-B dev. Measured by "
+            f"`benchmarks/rate_rule.py --chapter {result['chapter']}` on {result['machine']['cpu_model']} "
+            f"({result['date'][:10]}): the rule chose {result['chosen']:g}. " + _first_rule(result))
+
+
+def _first_rule(result: dict[str, Any]) -> str:
+    first = result["first_rule"]
+    if first["chosen"] == result["chosen"]:
+        return f"The rule first written, without the dev check ({first['rule']}), chose the same."
+    return (f"The rule first written ({first['rule']}) chose {first['chosen']:g}: it had no check for a model whose "
+            "loss falls while its embeddings degrade. The rule now has one, written after that rule's runs and their test "
+            "averages were seen, so it is not blind to them (`benchmarks/README.md` says how it came about).")
+
+
+def rate_rule(chapter: str) -> Measurement:
+    """A chapter's measurement that its demo's learning rate rests on (``benchmarks/rate_rule.py``)."""
+    return Measurement(f"rate_rule_{chapter}_cpu.json", "The demo's learning rate", rate_rule_frame, rate_rule_caption)
+
+
 def recorded(name: str) -> dict[str, Any] | None:
     """The benchmark record ``benchmarks/results/<name>`` shipped with sentcl, or None where this sentcl has none
     (not measured); a DataFormatError naming the file and line where it is not JSON."""
@@ -121,4 +172,4 @@ def chapter_section(chapter: Chapter | str) -> str:
 
 
 __all__ = ["Measurement", "chapter_section", "health_columns", "interval_cell", "mean_std_cell", "measurement", "measurement_frame",
-           "read_measurement", "turned"]
+           "rate_rule", "rate_rule_caption", "rate_rule_frame", "read_measurement", "turned"]

@@ -218,6 +218,31 @@ def family_size(frame: pd.DataFrame, family: str) -> str:
     return f"{len(part)} claim{'s' if len(part) != 1 else ''}, Holm over the {counted} the plan tests"
 
 
+def encoder_note(state: Any) -> str | None:
+    """Which encoder each model family of the run starts from where it is not the paper's ("**The encoder.**
+    BERT: sentcl-mini, a 4-layer BERT ... stands in for bert-base-uncased"), sentcl-mini described by its card
+    (:func:`sentcl.pretraining.card.description`), and what a verdict is then about; None when the run's
+    record names no parameters or every family runs the paper's encoder."""
+    from ...models import MINI_NAMES
+    from ...pretraining.card import description, read_card
+
+    parameters = state.record.parameters if state.record is not None else None
+    spec = state.spec if parameters else None
+    if spec is None or spec.models is None:
+        return None
+    ours = spec.models(parameters)
+    differ = {family: name for family, name in ours.items() if name != spec.paper_models.get(family, name)}
+    if not differ:
+        return None
+
+    def named(name: str) -> str:
+        return f"{name}, {description(read_card())}," if name in MINI_NAMES else name
+
+    said = "; ".join(f"{family}: {named(name)} stands in for {spec.paper_models[family]}" for family, name in differ.items())
+    return (f"**The encoder.** {said}. A verdict says which way a claim goes with this encoder at this scale, not "
+            "the paper's numbers; the claims it cannot test are listed at the end of this section with why.\n")
+
+
 def findings_section(state: Any) -> str:
     """The fragment a chapter page opens with (module doc)."""
     status = chapter_status(state)
@@ -234,6 +259,9 @@ def findings_section(state: Any) -> str:
     families = [f for f in claims.FAMILIES if (frame["family"] == f).any()]
     parts = [f"{head}: " + "; ".join(f"**{family}** ({family_size(frame, family)}): {claims.counts_text(frame[frame['family'] == family])}"
                                      for family in families) + ".\n"]
+    encoder = encoder_note(state)
+    if encoder:
+        parts.append(encoder)
     for family in families:
         tested = frame[(frame["family"] == family) & frame["verdict"].isin(TESTED)]
         tested = tested.assign(_order=tested["verdict"].map(order)).sort_values("_order", kind="stable")

@@ -339,8 +339,8 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
         "paper's value, labelled *cited*. Generated from the results files of this build.\n",
         "Agreement is judged only for runs of the **paper** profile, the paper's models on the paper's "
         f"data: green |Δ| ≤ {good:g} point, amber ≤ {fair:g}, red beyond, on a 0–100 scale. A "
-        "**miniature** -- the demo profile (a small stand-in encoder such as all-MiniLM-L6-v2, already "
-        "trained on a billion sentence pairs, fine-tuned on a subset), the smoke profile or any run on "
+        "**miniature** -- the demo profile (a small stand-in encoder, sentcl's own pretrained sentcl-mini or "
+        "the sentence-trained all-MiniLM-L6-v2, fine-tuned on a subset), the smoke profile or any run on "
         "the project's sample data -- cannot match the paper's numbers except by coincidence, so its Δ "
         "are shown uncoloured and not counted. What a miniature can test is **claims**: the paper's "
         f"orderings of two rows it computed (on the {ORDERINGS_ON}) and claims of our own, {CLAIMS_RULE}.\n",
