@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--chapter", required=True)
     parser.add_argument("--data-dir", default=os.environ.get("SENTCL_DATA") or str(HERE.parent.parent / "shared" / "data"))
     parser.add_argument("--grid", type=float, nargs="+", default=list(GRID))
+    parser.add_argument("--column", default="Average", help="the results column shown for the reader (default: Average)")
     parser.add_argument("--work", default=None, help="where the runs' output folders go (default: a temporary folder)")
     parser.add_argument("--reuse", action="store_true",
                         help="gather a rate from its folder in --work when a finished run is there (no rerun)")
@@ -103,9 +104,11 @@ def main() -> None:
     runs, loads = [], []
     for rate in sorted(args.grid):
         out = work / f"lr-{rate:g}"
-        wall, load_average = demo_run(args.chapter, out, {"learning_rate": json.dumps(rate), "seeds": json.dumps([seed])},
+        # one rate for every trained row: per task where the chapter sets its rates per task
+        given = {task: rate for task in demo["learning_rate"]} if isinstance(demo["learning_rate"], dict) else rate
+        wall, load_average = demo_run(args.chapter, out, {"learning_rate": json.dumps(given), "seeds": json.dumps([seed])},
                                       args.data_dir, reuse=args.reuse)
-        found = gather(out, args.chapter, "Average")
+        found = gather(out, args.chapter, args.column)
         devs = dev_scores(out, args.chapter, dev)
         good = [name for name, h in found["health"].items() if qualifies(h, devs[name], untouched_dev)]
         loads.append({"learning_rate": rate, **load_average})
@@ -119,7 +122,7 @@ def main() -> None:
     print(f"chosen: {chosen} (the first rule: {first})")
     write_result(args.out or str(HERE / "results" / f"rate_rule_{args.chapter}_cpu.json"), f"rate_rule_{args.chapter}",
                  "learning rate", loads, runs, chapter=args.chapter, grid=sorted(args.grid), seed=seed, rule=RULE,
-                 chosen=chosen, untouched={"model": untouched, "stsb_dev": untouched_dev},
+                 column=args.column, chosen=chosen, untouched={"model": untouched, "stsb_dev": untouched_dev},
                  first_rule={"rule": FIRST_RULE, "chosen": first},
                  demo_profile={k: v for k, v in demo.items() if k != "learning_rate"})
 

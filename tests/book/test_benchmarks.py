@@ -47,6 +47,7 @@ def _rate(rate, sbert_learned, sbert_dev):
 RATES = {
     "benchmark": "rate_rule_mnrl_sbert", "date": "2026-11-29T12:00:00+00:00", "machine": {"cpu_model": "AMD EPYC"},
     "chapter": "mnrl_sbert", "grid": [1e-4, 3e-4, 1e-3], "seed": 0, "chosen": 3e-4, "rule": "THE RULE",
+    "column": "Average",
     "untouched": {"model": "sentcl-mini", "stsb_dev": 50.0},
     "first_rule": {"rule": "THE FIRST RULE", "chosen": 1e-3},
     "runs": [_rate(1e-4, False, 52.0), _rate(3e-4, True, 55.5), _rate(1e-3, True, 20.0)],
@@ -96,26 +97,28 @@ def recorded(tmp_path, monkeypatch):
 
 
 def test_the_rate_rule_table_shows_each_rate_its_models_health_and_dev_and_both_rules_choices(recorded):
-    recorded(CHAPTERS["mnrl_sbert"].measurement.record, RATES)
-    table, caption = benchmarks.measurement_frame("mnrl_sbert")
+    rule = benchmarks.rate_rule("mnrl_sbert")
+    assert benchmarks.rate_rule_section("mnrl_sbert") == ""  # not recorded: no section
+    recorded(rule.record, RATES)
+    table, caption = benchmarks.measurement_frame("mnrl_sbert", rule)
     assert list(table.index) == ["0.0001", "0.0003", "0.001"]
     assert table.loc["0.0001", "SBERT learned (loss)"] == "no (1.130 → 1.070)"
     assert table.loc["0.0003", "MNRLSBERT learned (loss)"] == "yes (2.060 → 1.340)"
     assert table.loc["0.001", "SBERT STS-B dev"] == "20.00" and table.loc["0.0003", "MNRLSBERT STS-B dev"] == "65.00"
     assert list(table["qualify (mean dev)"]) == ["1 of 2 (65.00)", "2 of 2 (60.25)", "1 of 2 (65.00)"]
     assert list(table["chosen"]) == ["", "**the rule**", ""] and list(table["the first rule"]) == ["", "", "chose it"]
-    assert table.loc["0.0003", "SBERT (test average, not read)"] == "47.25"
+    assert table.loc["0.0003", "SBERT (Average, test, not read)"] == "47.25"
     assert not any("untouched" in c for c in table.columns)  # only the trained rows' scores
     assert "the rule chose 0.0003" in caption and "Grid 0.0001, 0.0003, 0.001, seed 0" in caption and "AMD EPYC" in caption
     assert "`benchmarks/rate_rule.py --chapter mnrl_sbert`" in caption and "its rule: THE RULE." in caption
     assert "sentcl-mini scores 50.00 on STS-B dev" in caption
     assert "(THE FIRST RULE) chose 0.001: it had no check" in caption and "so it is not blind to them" in caption
-    page = benchmarks.chapter_section("mnrl_sbert")
+    page = benchmarks.rate_rule_section("mnrl_sbert")
     assert "no (1.130 → 1.070)" in page and page.count("\n|") >= 3
-    shown, turned = benchmarks.measurement("mnrl_sbert")  # the notebook's cell: caption, then the table turned
+    shown, turned = benchmarks.measurement("mnrl_sbert", rule)  # the notebook's cell: caption, then the table turned
     assert shown == caption and list(turned.columns) == list(table.index)
-    recorded(CHAPTERS["mnrl_sbert"].measurement.record, {**RATES, "first_rule": {"rule": "THE FIRST RULE", "chosen": 3e-4}})
-    assert benchmarks.measurement_frame("mnrl_sbert")[1].endswith("without the dev check (THE FIRST RULE), chose the same.")
+    recorded(rule.record, {**RATES, "first_rule": {"rule": "THE FIRST RULE", "chosen": 3e-4}})
+    assert benchmarks.measurement_frame("mnrl_sbert", rule)[1].endswith("without the dev check (THE FIRST RULE), chose the same.")
 
 
 def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorded):
@@ -149,20 +152,23 @@ def test_a_chapter_without_a_record_says_not_measured_and_one_without_a_measurem
     assert table is None and "Not measured" in why and "benchmarks/ifcl_demo_setting.py" in why
     assert "Not measured" in benchmarks.chapter_section("ifcl")
     assert benchmarks.measurement("ifcl") == [why]  # the notebook's cell says why, and shows no table
-    assert benchmarks.chapter_section("rcl") == ""
-    (tmp_path / CHAPTERS["mnrl_sbert"].measurement.record).write_text("{not json")
-    with pytest.raises(DataFormatError, match=r"rate_rule_mnrl_sbert_cpu\.json"):
-        benchmarks.measurement_frame("mnrl_sbert")
+    assert benchmarks.chapter_section("rcl") == "" == benchmarks.chapter_section("mnrl_sbert")
+    why = benchmarks.measurement_frame("rcl", benchmarks.rate_rule("rcl"))[1]
+    assert "no `benchmarks/results/rate_rule_rcl_cpu.json` (run `benchmarks/rate_rule.py`)" in why
+    (tmp_path / CHAPTERS["bsc"].measurement.record).write_text("{not json")
+    with pytest.raises(DataFormatError, match=r"bsc_cqa_shuffle_cpu\.json"):
+        benchmarks.measurement_frame("bsc")
 
 
-@pytest.mark.parametrize("chapter", sorted(c for c, spec in CHAPTERS.items() if spec.measurement))
-def test_the_recorded_results_read(chapter):
+@pytest.mark.parametrize(("chapter", "rule"), sorted([(c, False) for c, spec in CHAPTERS.items() if spec.measurement]
+                                                     + [(c, True) for c in CHAPTERS]))
+def test_the_recorded_results_read(chapter, rule):
     """The results shipped in benchmarks/results make a table (every run of the file a row)."""
-    name = CHAPTERS[chapter].measurement.record
-    path = ROOT / "benchmarks" / "results" / name
+    measure = benchmarks.rate_rule(chapter) if rule else CHAPTERS[chapter].measurement
+    path = ROOT / "benchmarks" / "results" / measure.record
     if not path.is_file():
-        pytest.skip(f"benchmarks/results/{name} is not recorded in this checkout")
-    table, caption = benchmarks.measurement_frame(chapter)
+        pytest.skip(f"benchmarks/results/{measure.record} is not recorded in this checkout")
+    table, caption = benchmarks.measurement_frame(chapter, measure)
     assert table is not None and len(table) == len(json.loads(path.read_text())["runs"]) and caption
 
 

@@ -8,7 +8,6 @@ read the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.build.runner`).
 from __future__ import annotations
 
 import inspect
-import json
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,7 @@ from sentcl.losses import SBERT_CONCATENATION
 from sentcl.models import POOLINGS
 from sentcl.pretraining.card import read_card
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "notebooks" / "mnrl_sbert.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "mnrl_sbert.ipynb"
 
 # The values the paper states (section in brackets).
 PAPER = {
@@ -153,21 +151,6 @@ def test_demo_and_smoke_differ_from_the_paper_only_where_they_must(profiles):
     assert profiles["demo"]["train_pairs"] > 0 and profiles["demo"]["mnrl_rows"] and profiles["demo"]["softmax_rows"]
     assert len(profiles["demo"]["seeds"]) >= 5
 
-
-def test_the_demo_learning_rate_is_the_rate_rules_choice_recomputed_from_its_record(profiles):
-    """The demo's rate is what benchmarks/rate_rule.py recorded, and the record's choice follows from its own runs
-    by the rule: the most trained rows that learned with STS-B dev not below the untouched mini's, then the best dev."""
-    record = json.loads((ROOT / "benchmarks" / "results" / "rate_rule_mnrl_sbert_cpu.json").read_text())
-    demo = profiles["demo"]
-    assert record["demo_profile"] == {k: v for k, v in demo.items() if k != "learning_rate"}  # measured on this profile
-    assert record["untouched"]["model"] == demo["base_models"]["BERT"] and record["seed"] == demo["seeds"][0]
-    floor = record["untouched"]["stsb_dev"]
-    ranked = []
-    for run in record["runs"]:
-        good = [record_dev for name, record_dev in run["stsb_dev"].items() if run["health"][name]["learned"] and record_dev >= floor]
-        assert set(run["health"]) == set(run["stsb_dev"]) == {f"{row} seed 0" for row in (*demo["mnrl_rows"], *demo["softmax_rows"])}
-        ranked.append((len(good), sum(good) / len(good) if good else -1.0, run["learning_rate"]))
-    assert max(ranked)[2] == record["chosen"] == demo["learning_rate"]
 
 
 def test_every_row_a_profile_leaves_out_says_why(profiles):

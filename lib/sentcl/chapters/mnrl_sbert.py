@@ -1,8 +1,8 @@
 """The MNRL-SBERT chapter (Taneja et al. 2023, multiple-negatives ranking loss on NLI): its title, its tables'
 captions and figures (:data:`CAPTIONS`, :data:`FIGURES`), the data each paper row needs, its GPU-memory rows (estimates: no GPU record), its plan of runs
 (:func:`plan`, whose per-run estimate ``benchmarks/mnrl_sbert_cost.py`` makes, converted onto the
-paper's T4 by :func:`sentcl.book.estimates.cost.t4_hours`), and the measurement its demo rests on
-(``benchmarks/rate_rule.py``: the demo's one learning rate, by the rule its profile writes down).
+paper's T4 by :func:`sentcl.book.estimates.cost.t4_hours`). Its demo's learning rate rests on
+``benchmarks/rate_rule.py``'s record (:func:`sentcl.book.estimates.benchmarks.rate_rule`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import rate_rule, recorded
+from ..book.estimates.benchmarks import recorded
 from ..book.estimates.cost import chapter_stages, run_steps, t4_checkpoints, t4_hours
 from ..book.estimates.coverage import scored_sets
 from ..book.estimates.gpu_memory import MemoryRow, estimated
@@ -191,7 +191,6 @@ CHAPTER = Chapter(
     title="MNRL-SBERT: multiple-negatives ranking loss on NLI (Taneja et al. 2023)",
     memory=memory_rows,
     needs=data_needs,
-    measurement=rate_rule(NAME),
     plan=plan,
     build=build,
     models=encoders,

@@ -9,6 +9,10 @@ and the functions that make its table and caption (in the chapter's module, ``se
 (``show(measurement(chapter))``), :func:`chapter_section` the same as a page fragment
 (``book/_generated/<chapter>/measured.md``, which the chapter page includes);
 :func:`interval_cell`, :func:`mean_std_cell` and :func:`health_columns` are the cells the chapters' tables share.
+
+A demo that picks its learning rate by the rule its profile states has a second record, ``benchmarks/rate_rule.py``'s
+(:func:`rate_rule`: the same functions take it as ``measure``); :func:`rate_rule_section` is its page fragment
+(``book/_generated/<chapter>/rate_rule.md``), empty for a chapter without one.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ def rate_rule_frame(result: dict[str, Any]) -> pd.DataFrame:
     rows = []
     for run in result["runs"]:
         row: dict[str, str] = {"learning rate": f"{run['learning_rate']:g}"}
+        trained = {name.split(" seed")[0] for name in run["health"]}  # "MNRLSBERT", or a task's "STSb MSE"
         for name, h in run["health"].items():
             row[f"{name.split(' seed')[0]} learned (loss)"] = _learned_cell(h)
             row[f"{name.split(' seed')[0]} STS-B dev"] = f"{run['stsb_dev'][name]:.2f}"
@@ -82,8 +87,8 @@ def rate_rule_frame(result: dict[str, Any]) -> pd.DataFrame:
                                      + (f" ({run['qualifying_dev']:.2f})" if run["qualifying_dev"] is not None else ""))
         row["chosen"] = "**the rule**" if run["learning_rate"] == result["chosen"] else ""
         row["the first rule"] = "chose it" if run["learning_rate"] == result["first_rule"]["chosen"] else ""
-        row.update({f"{name} (test average, not read)": f"{cell['value']:.2f}" for name, cell in run["average"].items()
-                    if any(name == m.split(" seed")[0] for m in run["health"])})
+        row.update({f"{name} ({result['column']}, test, not read)": f"{cell['value']:.2f}"
+                    for name, cell in run["average"].items() if any(m == name or m.endswith(f" {name}") for m in trained)})
         rows.append(row)
     return pd.DataFrame(rows).set_index("learning rate")
 
@@ -124,28 +129,26 @@ def recorded(name: str) -> dict[str, Any] | None:
         raise DataFormatError(path, exc.lineno, "a benchmark result (JSON)", exc.msg) from None
 
 
-def read_measurement(chapter: Chapter | str) -> dict[str, Any] | None:
-    """The chapter's recorded result (None when the chapter has none, or it was not recorded)."""
-    measurement = resolve(chapter).measurement
-    return None if measurement is None else recorded(measurement.record)
-
-
-def measurement_frame(chapter: Chapter | str) -> tuple[pd.DataFrame | None, str]:
-    """``(table, caption)`` of the chapter's measurement; ``(None, why)`` when it was not recorded."""
+def measurement_frame(chapter: Chapter | str, measure: Measurement | None = None) -> tuple[pd.DataFrame | None, str]:
+    """``(table, caption)`` of the chapter's measurement (or of ``measure``, e.g. its :func:`rate_rule`);
+    ``(None, why)`` when it was not recorded."""
     spec = resolve(chapter)
-    if spec.measurement is None:
+    measure = measure or spec.measurement
+    if measure is None:
         return None, f"the chapter {spec.name} has no recorded measurement"
-    result = read_measurement(spec)
+    result = recorded(measure.record)
     if result is None:
-        name = spec.measurement.record
-        return None, f"Not measured: this sentcl has no `benchmarks/results/{name}` (run `benchmarks/{name.removesuffix('_cpu.json')}.py`)."
-    return spec.measurement.frame(result), spec.measurement.caption(result)
+        name = measure.record
+        script = name.removesuffix("_cpu.json").removesuffix(f"_{spec.name}")
+        return None, f"Not measured: this sentcl has no `benchmarks/results/{name}` (run `benchmarks/{script}.py`)."
+    return measure.frame(result), measure.caption(result)
 
 
-def measurement(chapter: Chapter | str) -> list[str | pd.DataFrame]:
-    """The chapter's measurement as its notebook shows it: the caption, then the table (:func:`turned`); the caption
-    alone (why) where it was not recorded. One line of a notebook cell: ``show(measurement(chapter))``."""
-    table, caption = measurement_frame(chapter)
+def measurement(chapter: Chapter | str, measure: Measurement | None = None) -> list[str | pd.DataFrame]:
+    """The chapter's measurement (or ``measure``) as its notebook shows it: the caption, then the table
+    (:func:`turned`); the caption alone (why) where it was not recorded. One line of a notebook cell:
+    ``show(measurement(chapter))``."""
+    table, caption = measurement_frame(chapter, measure)
     return [caption] if table is None else [caption, turned(table)]
 
 
@@ -155,12 +158,13 @@ def turned(table: pd.DataFrame) -> pd.DataFrame:
     return table.T if table.columns.nlevels == 1 and len(table.columns) > 8 else table
 
 
-def chapter_section(chapter: Chapter | str) -> str:
-    """The page fragment of the chapter's measurement ("" for a chapter without one), laid out as in its notebook."""
+def chapter_section(chapter: Chapter | str, measure: Measurement | None = None) -> str:
+    """The page fragment of the chapter's measurement (or of ``measure``; "" for a chapter without one), laid out as
+    in its notebook."""
     spec = resolve(chapter)
-    if spec.measurement is None:
+    if (measure or spec.measurement) is None:
         return ""
-    table, caption = measurement_frame(spec)
+    table, caption = measurement_frame(spec, measure)
     if table is None:
         return caption + "\n"
     shown = turned(table)
@@ -171,5 +175,13 @@ def chapter_section(chapter: Chapter | str) -> str:
                                            [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
 
 
+def rate_rule_section(chapter: Chapter | str) -> str:
+    """The page fragment of the chapter's demo learning rate (:func:`rate_rule`), "" where none is recorded: a
+    chapter whose demo does not choose its rate by the rule has no record."""
+    spec = resolve(chapter)
+    measure = rate_rule(spec.name)
+    return chapter_section(spec, measure) if recorded(measure.record) is not None else ""
+
+
 __all__ = ["Measurement", "chapter_section", "health_columns", "interval_cell", "mean_std_cell", "measurement", "measurement_frame",
-           "rate_rule", "rate_rule_caption", "rate_rule_frame", "read_measurement", "turned"]
+           "rate_rule", "rate_rule_caption", "rate_rule_frame", "rate_rule_section", "turned"]

@@ -2,8 +2,8 @@
 
 A notebook imports what it reports through from here (``from sentcl.book.notebook import ChapterRun, Claim``): the
 one object it reports through (:class:`~sentcl.book.notebook.chapter_run.ChapterRun`), the claims it adds
-(:class:`~sentcl.book.output.claims.Claim`), the measured benchmark it shows (:func:`measurement`), :func:`show` for
-that and for the cost of its paper profile (its chapter module's ``paper_cost()``), and the geometry chapter's
+(:class:`~sentcl.book.output.claims.Claim`), the measured benchmarks it shows (:func:`measurement`, its own or its
+demo's :func:`rate_rule`), :func:`show` for that and for the cost of its paper profile (its chapter module's ``paper_cost()``), and the geometry chapter's
 figures. What is one chapter's comes from its module (``sentcl.chapters.<chapter>``), the science from the science
 packages.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from tqdm import TqdmWarning
 
-from ..estimates.benchmarks import measurement
+from ..estimates.benchmarks import measurement, rate_rule
 from ..output.claims import Claim
 from ..output.geometry import alignment_uniformity_figure, anisotropy_figure, distinct_models, load_geometry, score_figure
 from .chapter_run import ChapterRun
@@ -41,4 +41,4 @@ def show(parts: Iterable[str | Any]) -> None:
 
 
 __all__ = ["ChapterRun", "Claim", "alignment_uniformity_figure", "anisotropy_figure", "distinct_models", "load_geometry",
-           "measurement", "score_figure", "show"]
+           "measurement", "rate_rule", "score_figure", "show"]
