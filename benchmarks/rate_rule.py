@@ -10,8 +10,8 @@ on STS-B dev (their mean; the papers choose their settings on STS-B dev). The te
 For each rate this script runs the chapter's notebook in the demo profile with that rate and the first seed
 only (``sentcl reproduce --only CHAPTER -p learning_rate R -p seeds [S]``, the book's own code path, each rate
 into its own folder, with a cache of its own under ``--work`` so that each run trains its models and its
-training records name their folders), reads each trained model's health from what the run wrote, scores the trained models
-(from the artifact folders their training records name) and the untouched encoder on STS-B dev, and records
+training records name their folders), reads each trained model's health from what the run wrote, scores the
+trained models and the untouched encoder on STS-B dev, and records
 the rule's choice, with the first rule's (every row learned, no dev check) beside it. The run's test-set
 averages go to the record for the reader only.
 
@@ -61,7 +61,8 @@ def choose_first(runs: Sequence[Mapping]) -> float:
 
 
 def dev_scores(out: Path, chapter: str, dev) -> dict[str, float]:
-    """STS-B dev Spearman (x 100, as the evaluator gives it) of every model the run in ``out`` trained, loaded from its artifact folder."""
+    """STS-B dev Spearman (x 100, as the evaluator gives it) of every model the run in ``out`` trained, loaded from
+    the artifact folder its training record names."""
     from sentcl.book.output.records import read_run_records
     from sentcl.evaluation.scoring import dev_evaluator
     from sentcl.models import load_encoder

@@ -5,6 +5,8 @@ file (:mod:`sentcl.book.output.claims`) into the fragment each chapter page incl
 (``book/_generated/<chapter>/findings.md``):
 
 - the build's state of the chapter (:func:`chapter_status`: complete, failed, interrupted, not run);
+- which encoder stands in for the paper's where the run's differs (:func:`encoder_note`; sentcl-mini described
+  from its card), and what a verdict is then about;
 - one table per family of every claim with a verdict (direction reproduced, direction reversed,
   undetermined): first the primary family (the chapter's central claims, declared before the run), then
   the secondary (the rest), each Holm-corrected over its own claims; per claim its words, the paper's gap
