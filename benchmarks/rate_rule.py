@@ -60,19 +60,14 @@ def choose_first(runs: Sequence[Mapping]) -> float:
     return max(every) if every else max(runs, key=lambda r: (r["learned"], r["learning_rate"]))["learning_rate"]
 
 
-def dev_scores(out: Path, chapter: str, dev) -> dict[str, float]:
-    """STS-B dev Spearman (x 100, as the evaluator gives it) of every model the run in ``out`` trained, loaded from
-    the artifact folder its training record names."""
+def dev_scores(out: Path, chapter: str, evaluate) -> dict[str, float]:
+    """STS-B dev Spearman (x 100, as ``evaluate``, the STS-B dev evaluator, gives it) of every model the run in
+    ``out`` trained, loaded from the artifact folder its training record names."""
     from sentcl.book.output.records import read_run_records
-    from sentcl.evaluation.scoring import dev_evaluator
     from sentcl.models import load_encoder
 
-    scores = {}
-    for record in read_run_records(out / "records"):
-        if record.kind == "training" and record.chapter == chapter:
-            model = load_encoder(Path(record.config["output_dir"]) / "model")
-            scores[record.name] = round(dev_evaluator("STSb", dev)(model)["spearman"], 3)
-    return scores
+    return {record.name: round(evaluate(load_encoder(Path(record.config["output_dir"]) / "model"))["spearman"], 3)
+            for record in read_run_records(out / "records") if record.kind == "training" and record.chapter == chapter}
 
 
 def main() -> None:
@@ -100,8 +95,8 @@ def main() -> None:
     demo = shipped_parameters(args.chapter, "demo")
     seed = demo["seeds"][0]
     [untouched] = set(CHAPTERS[args.chapter].models(demo).values())  # the demo fine-tunes one encoder
-    dev = load("stsbenchmark", "dev", data_dir=args.data_dir)
-    untouched_dev = round(dev_evaluator("STSb", dev)(load_encoder(untouched))["spearman"], 3)
+    evaluate = dev_evaluator("STSb", load("stsbenchmark", "dev", data_dir=args.data_dir))
+    untouched_dev = round(evaluate(load_encoder(untouched))["spearman"], 3)
     runs, loads = [], []
     for rate in sorted(args.grid):
         out = work / f"lr-{rate:g}"
@@ -110,7 +105,7 @@ def main() -> None:
         wall, load_average = demo_run(args.chapter, out, {"learning_rate": json.dumps(given), "seeds": json.dumps([seed])},
                                       args.data_dir, reuse=args.reuse)
         found = gather(out, args.chapter, args.column)
-        devs = dev_scores(out, args.chapter, dev)
+        devs = dev_scores(out, args.chapter, evaluate)
         good = [name for name, h in found["health"].items() if qualifies(h, devs[name], untouched_dev)]
         loads.append({"learning_rate": rate, **load_average})
         runs.append({"learning_rate": rate, "command_wall_s": round(wall, 1), "trained": len(found["health"]),

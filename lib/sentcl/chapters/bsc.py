@@ -397,7 +397,8 @@ def cqa_shuffle_frame(result: dict[str, Any]) -> pd.DataFrame:
 def _cqa_shuffle_caption(result: dict[str, Any]) -> str:
     s = result["settings"]
     return (f"The demo's encoder when this was measured, {s['base_model'].split('/')[-1]}, trained on CQA-A only (the "
-            f"first judged pairs of the training file, whole questions, in batches of {s['batch_size']}: one example-based group a batch; learning rate "
+            f"first judged pairs of the training file, whole questions, in batches of {s['batch_size']}: one example-based "
+            "group a batch; learning rate "
             f"{s['learning_rate']:g} with bias correction, the paper's; {s['max_seq_length']} sub-tokens; seeds "
             f"{s['seeds']}; precision {s['precision']}{' (fp32 on every CPU)' if s['precision'] == 'auto' else ''}) for each number of optimizer steps, every model scored on all CQA-A test "
             f"questions, measured by `benchmarks/bsc_cqa_shuffle.py` on {result['machine']['cpu_model']} "

@@ -165,22 +165,24 @@ def chapter_section(chapter: Chapter | str, measure: Measurement | None = None) 
     if (measure or spec.measurement) is None:
         return ""
     table, caption = measurement_frame(spec, measure)
-    if table is None:
-        return caption + "\n"
-    shown = turned(table)
-    if shown is not table:  # its measures are rows: their column headed as the table's rows were
-        shown = shown.rename_axis(table.index.name)
-    flat = shown.reset_index()
-    return md(caption) + "\n\n" + md_table([md(str(c)) for c in flat.columns],
-                                           [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
+    return caption + "\n" if table is None else _section(table, caption)
 
 
 def rate_rule_section(chapter: Chapter | str) -> str:
     """The page fragment of the chapter's demo learning rate (:func:`rate_rule`), "" where none is recorded: a
     chapter whose demo does not choose its rate by the rule has no record."""
     spec = resolve(chapter)
-    measure = rate_rule(spec.name)
-    return chapter_section(spec, measure) if recorded(measure.record) is not None else ""
+    table, caption = measurement_frame(spec, rate_rule(spec.name))
+    return "" if table is None else _section(table, caption)
+
+
+def _section(table: pd.DataFrame, caption: str) -> str:
+    shown = turned(table)
+    if shown is not table:  # its measures are rows: their column headed as the table's rows were
+        shown = shown.rename_axis(table.index.name)
+    flat = shown.reset_index()
+    return md(caption) + "\n\n" + md_table([md(str(c)) for c in flat.columns],
+                                           [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
 
 
 __all__ = ["Measurement", "chapter_section", "health_columns", "interval_cell", "mean_std_cell", "measurement", "measurement_frame",

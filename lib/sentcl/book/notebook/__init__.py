@@ -4,8 +4,8 @@ A notebook imports what it reports through from here (``from sentcl.book.noteboo
 one object it reports through (:class:`~sentcl.book.notebook.chapter_run.ChapterRun`), the claims it adds
 (:class:`~sentcl.book.output.claims.Claim`), the measured benchmarks it shows (:func:`measurement`, its own or its
 demo's :func:`rate_rule`), :func:`show` for those and for the cost of its paper profile (its chapter module's
-``paper_cost()``), and the geometry chapter's figures. What is one chapter's comes from its module (``sentcl.chapters.<chapter>``), the science from the science
-packages.
+``paper_cost()``), and the geometry chapter's figures. What is one chapter's comes from its module
+(``sentcl.chapters.<chapter>``), the science from the science packages.
 
 The fifth floor (``tests/test_layout.py``, ``FLOORS``): :mod:`~sentcl.book.notebook.chapter_run` writes the output
 folder, counts its plan and draws its tables; only the build floor stands above it.
