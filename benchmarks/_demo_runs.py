@@ -38,6 +38,11 @@ def demo_run(chapter: str, out: Path, overrides: dict[str, str], data_dir: str, 
     return wall, load
 
 
+HEALTH_FIELDS = ("trained_steps", "planned_steps", "peak_lr", "start_cosine", "loss_start", "loss_end", "active", "reason",
+                 "learned", "learned_reason")
+"""The fields of a model's health record a benchmark keeps."""
+
+
 def gather(out: Path, chapter: str, column: str) -> dict[str, Any]:
     """What one demo run of ``chapter`` wrote to ``out``: each row's ``column`` (mean, std and seeds over its
     seeds), the claims on ``column`` between rows it computed (difference, 95 % interval, Holm p, verdict), the health of
@@ -71,9 +76,7 @@ def gather(out: Path, chapter: str, column: str) -> dict[str, Any]:
         "claims": [{k: (None if pd.isna(c[k]) else c[k]) for k in ("claim", "left", "right", "delta", "ci_low", "ci_high",
                                                                   "p_holm", "verdict", "reason", "source")}
                    for c in tested.to_dict("records")],
-        "health": {name: {k: h.get(k) for k in ("trained_steps", "planned_steps", "peak_lr", "start_cosine", "loss_start",
-                                                 "loss_end", "active", "reason", "learned",
-                                                 "learned_reason")} for name, h in sorted(healths.items())},
+        "health": {name: {k: h.get(k) for k in HEALTH_FIELDS} for name, h in sorted(healths.items())},
     }
 
 

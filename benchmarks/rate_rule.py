@@ -29,8 +29,9 @@ import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from _demo_runs import demo_run, gather, write_result
+from _demo_runs import HEALTH_FIELDS, demo_run, gather, write_result
 
 HERE = Path(__file__).resolve().parent
 GRID = (1e-4, 3e-4, 1e-3)
@@ -60,14 +61,27 @@ def choose_first(runs: Sequence[Mapping]) -> float:
     return max(every) if every else max(runs, key=lambda r: (r["learned"], r["learning_rate"]))["learning_rate"]
 
 
-def dev_scores(out: Path, chapter: str, evaluate) -> dict[str, float]:
-    """STS-B dev Spearman (x 100, as ``evaluate``, the STS-B dev evaluator, gives it) of every model the run in
-    ``out`` trained, loaded from the artifact folder its training record names."""
+def rate_parameter(demo: Mapping) -> str:
+    """The demo parameter holding a chapter's encoder learning rate: ``learning_rate`` (one rate, or one per task),
+    or IFCL's ``learning_rates`` (one per encoder family)."""
+    return next(key for key in ("learning_rate", "learning_rates") if key in demo)
+
+
+def trained_models(out: Path, chapter: str) -> dict[str, Any]:
+    """Name -> the training record of every model the run in ``out`` trained (its health, its artifact folder): each
+    once, a model that several rows rest on too (RCL's Eq. 1 run is its attention-dropout row), and a model no row
+    rests on too (RCL's NLI-trained base)."""
     from sentcl.book.output.records import read_run_records
+
+    return {r.name: r for r in read_run_records(out / "records") if r.kind == "training" and r.chapter == chapter}
+
+
+def dev_scores(models: Mapping[str, Any], evaluate) -> dict[str, float]:
+    """STS-B dev Spearman (x 100, as ``evaluate``, the STS-B dev evaluator, gives it) of each trained model of
+    :func:`trained_models`, loaded from the artifact folder its training record names."""
     from sentcl.models import load_encoder
 
-    return {record.name: round(evaluate(load_encoder(Path(record.config["output_dir"]) / "model"))["spearman"], 3)
-            for record in read_run_records(out / "records") if record.kind == "training" and record.chapter == chapter}
+    return {name: round(evaluate(load_encoder(Path(r.config["output_dir"]) / "model"))["spearman"], 3) for name, r in models.items()}
 
 
 def main() -> None:
@@ -93,6 +107,7 @@ def main() -> None:
     # a cache of its own: every rate's models are trained by its run, whose training records name their folders
     os.environ[CACHE_ENV] = str(work / "cache")
     demo = shipped_parameters(args.chapter, "demo")
+    key = rate_parameter(demo)
     seed = demo["seeds"][0]
     [untouched] = set(CHAPTERS[args.chapter].models(demo).values())  # the demo fine-tunes one encoder
     evaluate = dev_evaluator("STSb", load("stsbenchmark", "dev", data_dir=args.data_dir))
@@ -101,11 +116,15 @@ def main() -> None:
     for rate in sorted(args.grid):
         out = work / f"lr-{rate:g}"
         # one rate for every trained row: per task where the chapter sets its rates per task
-        given = {task: rate for task in demo["learning_rate"]} if isinstance(demo["learning_rate"], dict) else rate
-        wall, load_average = demo_run(args.chapter, out, {"learning_rate": json.dumps(given), "seeds": json.dumps([seed])},
+        given = {task: rate for task in demo[key]} if isinstance(demo[key], dict) else rate
+        # seed 0 alone, for every row (RCL's dropout rows have seeds of their own)
+        seeds = {name: json.dumps([seed]) for name in ("seeds", "baseline_seeds") if name in demo}
+        wall, load_average = demo_run(args.chapter, out, {key: json.dumps(given), **seeds},
                                       args.data_dir, reuse=args.reuse)
-        found = gather(out, args.chapter, args.column)
-        devs = dev_scores(out, args.chapter, evaluate)
+        models = trained_models(out, args.chapter)
+        found = gather(out, args.chapter, args.column) | {
+            "health": {name: {k: r.health.get(k) for k in HEALTH_FIELDS} for name, r in sorted(models.items())}}
+        devs = dev_scores(models, evaluate)
         good = [name for name, h in found["health"].items() if qualifies(h, devs[name], untouched_dev)]
         loads.append({"learning_rate": rate, **load_average})
         runs.append({"learning_rate": rate, "command_wall_s": round(wall, 1), "trained": len(found["health"]),
@@ -120,7 +139,7 @@ def main() -> None:
                  "learning rate", loads, runs, chapter=args.chapter, grid=sorted(args.grid), seed=seed, rule=RULE,
                  column=args.column, chosen=chosen, untouched={"model": untouched, "stsb_dev": untouched_dev},
                  first_rule={"rule": FIRST_RULE, "chosen": first},
-                 demo_profile={k: v for k, v in demo.items() if k != "learning_rate"})
+                 demo_profile={k: v for k, v in demo.items() if k != key})
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def test_the_rate_rule_table_shows_each_rate_its_models_health_and_dev_and_both_
     assert "the rule chose 0.0003" in caption and "Grid 0.0001, 0.0003, 0.001, seed 0" in caption and "AMD EPYC" in caption
     assert "`benchmarks/rate_rule.py --chapter mnrl_sbert`" in caption and "its rule: THE RULE." in caption
     assert "sentcl-mini scores 50.00 on STS-B dev" in caption
-    assert "(THE FIRST RULE) chose 0.001: it had no check" in caption and "so it is not blind to them" in caption
+    assert "(THE FIRST RULE) chose 0.001: it had no check" in caption and "so it is not blind to those" in caption
     page = benchmarks.rate_rule_section("mnrl_sbert")
     assert "no (1.130 → 1.070)" in page and page.count("\n|") >= 3
     shown, turned = benchmarks.measurement("mnrl_sbert", rule)  # the notebook's cell: caption, then the table turned

@@ -5,7 +5,7 @@ on a language's :class:`TrainingTexts`, which the notebook and :func:`build` sha
 ray`` builds each planned run as one task, and the notebook then finds it in the cache), Table 4's estimates for a
 trained model (:func:`mutual_information`), and the measurement its demo setting rests on
 (``benchmarks/ifcl_demo_setting.py``: each method's loss terms at the start and the end of the same short run on the
-demo's stand-in, with the slides' twins and with twins from NLI entailment pairs).
+demo's earlier stand-in, all-MiniLM-L6-v2, with the slides' twins and with twins from NLI entailment pairs).
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ def _g(value: float | None) -> str:
 def _ifcl_setting_caption(result: dict[str, Any]) -> str:
     s = result["settings"]
     return (f"Each method trained for {s['steps']} steps of {s['batch_size']} at learning rate {s['learning_rate']:g} "
-            f"(seed {s['seed']}, {s['precision']}) on all-MiniLM-L6-v2, measured by `benchmarks/ifcl_demo_setting.py` on "
+            f"(seed {s['seed']}, {s['precision']}) on the demo's earlier stand-in, all-MiniLM-L6-v2, measured by `benchmarks/ifcl_demo_setting.py` on "
             f"{result['machine']['cpu_model']} ({result['date'][:10]}): the loss and its terms in the first and the last "
             f"window of {s['log_steps']} steps, the mean cosine of its embeddings to the start's on the fixed probe, and "
             "whether it counts as trained (a loss at or below 0.001 in the first window: the objective was already solved).")

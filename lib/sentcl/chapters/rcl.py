@@ -97,9 +97,10 @@ def measured_step(regulators: int) -> str:
     return MEASURED_STEPS[min(MEASURED_STEPS, key=lambda n: (abs(n - regulators), -n))]
 
 
-EQ1_RUN, RCL_RUN, CONTROL_RUN, ENTROPY_RUN, STORE_RUN = "Eq. 1", "RCL", "control", "entropy", "store"
+EQ1_RUN, RCL_RUN, CONTROL_RUN, ENTROPY_RUN, STORE_RUN, BASE_RUN = "Eq. 1", "RCL", "control", "entropy", "store", "base"
 """The chapter's runs by what they are (the parts of their stage names): Eq. 1 fine-tuning, RCL's final model, the
-control (Eq. 3 with the base model's regulators), an entropy model, a store."""
+control (Eq. 3 with the base model's regulators), an entropy model, a store, and the base model's own NLI
+fine-tuning where a profile's encoder is not NLI-trained (``base_nli_epochs``: :func:`nli_base`)."""
 
 
 def dropout_run(switch: str, rate: float) -> str:
@@ -112,6 +113,11 @@ def dropout_run(switch: str, rate: float) -> str:
 def regulators_run(regulators: int) -> str:
     """The run of Table 4's row with ``regulators`` regulators (other than RCL's own count)."""
     return f"{regulators} regulators"
+
+
+def nli_base_stage() -> str:
+    """The artifact stage of the base model's NLI fine-tuning (:func:`nli_base`): ``rcl.base.nli``."""
+    return stage_name(NAME, BASE_RUN, "nli")
 
 
 def entropy_stage(phi: float) -> str:
@@ -193,12 +199,18 @@ def plan(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> Plan:
 
     stores = "stores: every query and index" + (", and the base's for the control" if control else "")
     stages: list[PlannedStage] = []
+    base = (nli_base_stage(),) if p["base_nli_epochs"] else ()  # every model starts from the base: built first
+    if base:  # its entailment pairs counted as the triplets (one a premise)
+        stages.append(PlannedStage("the base: Eq. 1 on the NLI entailment pairs", name=nli_base_stage(),
+                                   steps=run_steps(rows, batch, p["base_nli_epochs"], 0), step=measured_step(0),
+                                   args=(BASE_RUN, None), **trained))
     for phi in phis:
-        stages += [PlannedStage("entropy models (Eq. 2), early-stopped", name=entropy_stage(phi), steps=entropy_steps,
-                                step="entropy_eq2", fewest_steps=earliest, args=(ENTROPY_RUN, phi), **trained),
+        stages += [PlannedStage("entropy models (Eq. 2), early-stopped", name=entropy_stage(phi), upstream=base,
+                                steps=entropy_steps, step="entropy_eq2", fewest_steps=earliest, args=(ENTROPY_RUN, phi),
+                                **trained),
                    PlannedStage(stores, name=store_stage(phi), upstream=(entropy_stage(phi),), sentences=2 * rows,
                                 args=(STORE_RUN, phi))]
-    stages += [PlannedStage(stores, name=store_stage(), sentences=2 * rows, args=(STORE_RUN, None))] if control else []
+    stages += [PlannedStage(stores, name=store_stage(), upstream=base, sentences=2 * rows, args=(STORE_RUN, None))] if control else []
 
     runs: dict[str, tuple[int, str, str, FinalRun]] = {}  # each run once, as first listed: stage -> (regulators, run, group, it)
     for final in final_runs(p):
@@ -208,7 +220,7 @@ def plan(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> Plan:
         groups = dict.fromkeys(group for r, _, group, _ in runs.values() if r == regulators)
         objective = "Eq. 1" if not regulators else f"Eq. 3 with {regulators} regulators"
         read = (store_stage(),) if run == CONTROL_RUN else tuple(store_stage(phi) for phi in final.phis)
-        stages.append(PlannedStage(f"final models, {objective} ({', '.join(groups)})", name=name, upstream=read,
+        stages.append(PlannedStage(f"final models, {objective} ({', '.join(groups)})", name=name, upstream=read or base,
                                    steps=final_steps, step=measured_step(regulators), sentences=evaluations * dev,
                                    evaluations=evaluations, evaluation_sentences=evaluations * dev,
                                    args=("final", final), **trained))
@@ -217,15 +229,17 @@ def plan(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> Plan:
     built = faq_banks_built(p)
     for bank in p["faq_datasets"].values():
         if sizes["faq_pairs"].get(bank):
-            faq = _faq_stages(p, bank, sizes["faq_pairs"][bank])
-            stages += faq if bank in built else [PlannedStage(**asdict(s)) for s in Plan(NAME, faq).counted()]
+            if bank in built:
+                stages += _faq_stages(p, bank, sizes["faq_pairs"][bank], base)
+            else:  # counted, never built
+                stages += [PlannedStage(**asdict(s)) for s in Plan(NAME, _faq_stages(p, bank, sizes["faq_pairs"][bank])).counted()]
     return Plan(NAME, stages)
 
 
-def _faq_stages(p: Mapping[str, Any], bank: str, pairs: int) -> list[PlannedStage]:
+def _faq_stages(p: Mapping[str, Any], bank: str, pairs: int, base: tuple[str, ...] = ()) -> list[PlannedStage]:
     """Table 2 on one FAQ bank of ``pairs`` pairs: per fold, the initial model, the distinct baselines and the
     final model (each selected on dev MAP against the whole bank), the entropy models (from the initial model) and
-    their stores; then the test rankings (unnamed)."""
+    their stores; then the test rankings (unnamed). ``base``: the stage of the base they start from, if planned."""
     folds, batch, k_rcl = p["faq_folds"], p["batch_size"], p["rcl_entropy_models"]
     learning = pairs * (folds - 1) / folds
     train, dev, test = round(learning * (1 - p["faq_dev_fraction"])), round(learning * p["faq_dev_fraction"]), pairs / folds
@@ -243,7 +257,7 @@ def _faq_stages(p: Mapping[str, Any], bank: str, pairs: int) -> list[PlannedStag
     for fold in range(folds):
         initial = faq_stage(bank, fold, EQ1_RUN)
         stages += [PlannedStage(f"{bank}: initial and baseline models (Eq. 1), per fold", name=faq_stage(bank, fold, run),
-                                step="plain_eq1", args=("faq", (bank, fold, run, None)), **selected)
+                                upstream=base, step="plain_eq1", args=("faq", (bank, fold, run, None)), **selected)
                    for run in dict.fromkeys([EQ1_RUN, *baselines])]
         for phi in p["phis"][:k_rcl]:
             entropy, store = faq_stage(bank, fold, ENTROPY_RUN, phi), faq_stage(bank, fold, STORE_RUN, phi)
@@ -345,20 +359,48 @@ def training_triplets(run: ChapterRun) -> tuple[TrainingData, TrainingData]:
 
 
 def base_loader(run: ChapterRun) -> Callable[[], SentenceTransformer]:
-    """A loader of the untouched base model (each call a fresh copy)."""
+    """A loader of the base model every run starts from (each call a fresh copy): ``base_model``, or with
+    ``base_nli_epochs`` it after :func:`nli_base`'s NLI fine-tuning (built once, then loaded from the cache)."""
     from ..models import load_encoder
 
     p = run.parameters
-    return lambda: load_encoder(p["base_model"], max_seq_length=p["max_seq_length"])
+    return nli_base(run) if p["base_nli_epochs"] else lambda: load_encoder(p["base_model"], max_seq_length=p["max_seq_length"])
+
+
+def base_name(p: Mapping[str, Any]) -> str:
+    """How the base model is named beside the paper's SRoBERTa-base: ``base_model``'s name, and where it was first
+    fine-tuned on NLI (:func:`nli_base`), with how ("sentcl-mini + 1 Eq. 1 epoch on NLI")."""
+    epochs = p["base_nli_epochs"]
+    return p["base_model"].split("/")[-1] + (f" + {epochs} Eq. 1 epoch{'s' * (epochs > 1)} on NLI" if epochs else "")
+
+
+def nli_base(run: ChapterRun) -> Callable[[], SentenceTransformer]:
+    """The paper's base, an NLI-trained sentence encoder, made from a profile's encoder that is not one (issue 46's
+    "S-mini": sentcl-mini, pretrained by masked-language modelling only): ``base_model`` fine-tuned with Eq. 1
+    (MNRL at ``scale``, in-batch negatives, as sentence-transformers trained nli-roberta-base-v2) for
+    ``base_nli_epochs`` epochs on every entailment pair of ``nli_datasets``, at the chapter's rate, seed
+    ``seeds[0]``, no model selection, under :func:`nli_base_stage` (cached: a rerun loads it). A loader of it."""
+    from ..data.nli import prepare_nli
+    from ..models import load_encoder
+    from ..training import NoDuplicatesBatchSampler
+    from ..training.entropy_models import train_initial_model
+
+    p = run.parameters
+    pairs = prepare_nli([run.load(*name.split("/")) for name in p["nli_datasets"]]).entailment_pairs
+    config = training_config(p, p["seeds"][0], 0, epochs=p["base_nli_epochs"])
+    load, _ = train_initial_model(lambda: load_encoder(p["base_model"], max_seq_length=p["max_seq_length"]), pairs,
+                                  config, scale=p["scale"], sampler=NoDuplicatesBatchSampler(), train=run.train,
+                                  name="base (NLI)", stage=nli_base_stage())
+    return load
 
 
 def training_config(p: Mapping[str, Any], seed: int, steps: int | None = None, **options: Any) -> TrainingConfig:
     """The chapter's training configuration with ``seed``, at most ``steps`` optimizer steps (None: ``max_steps``;
-    0: the epochs), ``options`` added (``warmup_ratio`` replaces the parameter's)."""
+    0: the epochs), ``options`` added (``epochs`` and ``warmup_ratio`` replace the parameters')."""
     from ..training import TrainingConfig
 
     steps = p["max_steps"] if steps is None else steps
-    return TrainingConfig(epochs=p["epochs"], batch_size=p["batch_size"], learning_rate=p["learning_rate"], optimizer="adamw",
+    return TrainingConfig(epochs=options.pop("epochs", p["epochs"]), batch_size=p["batch_size"], learning_rate=p["learning_rate"], optimizer="adamw",
                           weight_decay=p["weight_decay"], warmup_ratio=options.pop("warmup_ratio", p["warmup_ratio"]),
                           max_grad_norm=1.0, seed=seed, checkpoint_steps=p["checkpoint_steps"] or None,
                           max_steps=steps or None, precision=p["precision"], unpadded=p["unpadded"], **options)
@@ -498,11 +540,14 @@ def build_faq_stage(run: ChapterRun, bank: str, fold: int, trained_as: str, phi:
 
 def build(run: ChapterRun, stage: PlannedStage) -> None:
     """Build one planned stage of the STS tasks (:func:`plan`; its ``args``) into the artifact cache, as the notebook
-    would: an entropy model, a store (after its entropy model, from the cache) or a final model (after the stores
-    it reads); or a run of one of Table 2's folds (:func:`build_faq_stage`)."""
+    would: the base's NLI fine-tuning, an entropy model, a store (after its entropy model, from the cache) or a final
+    model (after the stores it reads); or a run of one of Table 2's folds (:func:`build_faq_stage`)."""
     kind, what = stage.args
     if kind == "faq":
         build_faq_stage(run, *what)
+        return
+    if kind == BASE_RUN:
+        nli_base(run)
         return
     _, train = training_triplets(run)
     if kind == ENTROPY_RUN:
@@ -650,7 +695,7 @@ CHAPTER = Chapter(
 
 
 __all__ = ["CAPTIONS", "CHAPTER", "CONTROL_RUN", "ENCODER_ATTENTION_DROPOUT", "ENTROPY_RUN", "EQ1_ROW", "EQ1_RUN", "FinalRun",
-           "MEASURED_STEPS", "PAPER_MODELS", "PAPER_SIZES", "RCL_ROW", "RCL_RUN", "STORE_RUN", "augment", "base_loader",
+           "MEASURED_STEPS", "PAPER_MODELS", "PAPER_SIZES", "RCL_ROW", "RCL_RUN", "STORE_RUN", "augment", "base_loader", "base_name", "nli_base", "nli_base_stage",
            "base_store", "build", "build_faq_stage", "central_claims", "control_row", "data_needs", "dev_selection", "dev_set", "dropout_run",
            "encoders", "entropy_config", "entropy_model", "entropy_stage", "faq_arguments", "faq_bank", "faq_banks_built",
            "faq_baselines", "faq_data_missing", "faq_stage", "faq_stage_names", "final_runs", "final_stage", "measured_step",

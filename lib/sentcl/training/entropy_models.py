@@ -162,13 +162,14 @@ def train_final_model(
 
 
 def train_initial_model(
-    base: LoadModel, data: TrainingData, config: TrainingConfig, *, scale: float, evaluator: Evaluator,
+    base: LoadModel, data: TrainingData, config: TrainingConfig, *, scale: float, evaluator: Evaluator | None = None,
     sampler: BatchSampler | None = None, train: Train | None = None, name: str = "initial model", stage: str | None = None,
 ) -> tuple[LoadModel, TrainingResult]:
-    """The FAQ variant's initial model: ``base()`` fine-tuned with Eq. 1 (Eq. 2 at φ = 0), the
-    evaluation with the best ``config.metric_for_best`` (dev MAP) kept (cached under the artifact stage ``stage``).
-    Returns a loader of it."""
-    if config.metric_for_best is None:
+    """``base()`` fine-tuned with Eq. 1 (Eq. 2 at φ = 0) on ``data``'s (query, index[, negative]) columns, cached
+    under the artifact stage ``stage``: the FAQ variant's initial model, the evaluation on ``evaluator`` with the best
+    ``config.metric_for_best`` (dev MAP) kept; or, without an evaluator, the last step's (an NLI-trained base made
+    from an MLM encoder: :func:`sentcl.chapters.rcl.nli_base`). Returns a loader of it."""
+    if evaluator is not None and config.metric_for_best is None:
         raise ConfigError("the initial model is selected on a dev metric: set metric_for_best (e.g. 'map') and a schedule")
     model = base()
     trainer = Trainer(model, EntropyLoss(model, phi=0.0, scale=scale), data, config, sampler=sampler,

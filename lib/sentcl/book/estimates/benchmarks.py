@@ -108,8 +108,9 @@ def _first_rule(result: dict[str, Any]) -> str:
     if first["chosen"] == result["chosen"]:
         return f"The rule first written, without the dev check ({first['rule']}), chose the same."
     return (f"The rule first written ({first['rule']}) chose {first['chosen']:g}: it had no check for a model whose "
-            "loss falls while its embeddings degrade. The rule now has one, written after that rule's runs and their test "
-            "averages were seen, so it is not blind to them (`benchmarks/README.md` says how it came about).")
+            "loss falls while its embeddings degrade. The rule now has one, written after the MNRL-SBERT demo's runs under "
+            "the first rule and their test averages were seen, so it is not blind to those (`benchmarks/README.md` says "
+            "how it came about).")
 
 
 def rate_rule(chapter: str) -> Measurement:
