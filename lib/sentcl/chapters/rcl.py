@@ -185,7 +185,8 @@ def plan(p: Mapping[str, Any], sizes: Mapping[str, Any] = PAPER_SIZES) -> Plan:
     """Every training and encoding the RCL notebook runs with parameters ``p`` (a profile's resolved parameters),
     on data of ``sizes`` (:data:`PAPER_SIZES`), in build order (module doc). A FAQ bank the notebook cannot build
     (:func:`faq_banks_built`) is counted, its stages unnamed."""
-    rows, batch, k_rcl, phis = sizes["nli_rows"], p["batch_size"], p["rcl_entropy_models"], p["phis"]
+    rows = min(sizes["nli_rows"], p["train_rows"] or sizes["nli_rows"])  # a profile's subset where it takes one
+    batch, k_rcl, phis = p["batch_size"], p["rcl_entropy_models"], p["phis"]
     if k_rcl > len(phis):
         raise ConfigError(f"rcl_entropy_models = {k_rcl} exceeds the {len(phis)} phis")
     final_steps = run_steps(rows, batch, p["epochs"], p["max_steps"])
@@ -377,8 +378,8 @@ def base_name(p: Mapping[str, Any]) -> str:
 def nli_base(run: ChapterRun) -> Callable[[], SentenceTransformer]:
     """The paper's base, an NLI-trained sentence encoder, made from a profile's encoder that is not one (issue 46's
     "S-mini": sentcl-mini, pretrained by masked-language modelling only): ``base_model`` fine-tuned with Eq. 1
-    (MNRL at ``scale``, in-batch negatives, as sentence-transformers trained nli-roberta-base-v2) for
-    ``base_nli_epochs`` epochs on every entailment pair of ``nli_datasets``, at the chapter's rate, seed
+    (MNRL at ``scale``, in-batch negatives only) for ``base_nli_epochs`` epochs on every entailment pair of
+    ``nli_datasets``, at the chapter's rate, seed
     ``seeds[0]``, no model selection, under :func:`nli_base_stage` (cached: a rerun loads it). A loader of it."""
     from ..data.nli import prepare_nli
     from ..models import load_encoder
