@@ -78,3 +78,14 @@ def test_the_rcl_chapter_regenerates_its_tables_figure_and_conclusions(smoke_boo
     assert "Table 1a, not run in the smoke profile" in notebook
     assert "rcl_gpu_h100.json" in notebook  # the GPU cost table, or the line saying it was not measured
     assert "Traceback" not in notebook
+
+
+def test_the_nli_trained_base_is_made_and_its_data_read_once_per_run(smoke_book):
+    """The smoke profile makes its base by Eq. 1 on the NLI entailment pairs (base_nli_epochs, the path issue 46's
+    "S-mini" takes): one training record, and each NLI split read twice in the run (the triplets, the base's pairs),
+    not once per model that starts from the base."""
+    _, out, status, output = smoke_book
+    assert status == 0, output
+    used = json.loads((out / "data_used" / "rcl.json").read_text())["datasets"]
+    assert sorted((d["name"], d["split"]) for d in used if d["name"] == "snli") == [("snli", "dev")] * 2 + [("snli", "test")] * 2
+    assert len(list((out / "records").glob("training-base (NLI)-*.json"))) == 1

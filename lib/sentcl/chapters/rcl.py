@@ -31,6 +31,7 @@ notebook finds; split, the plan and the builders would drift apart as the hand-k
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -359,13 +360,22 @@ def training_triplets(run: ChapterRun) -> tuple[TrainingData, TrainingData]:
     return triplets, subset(triplets, p["train_rows"], 0, "train_rows")
 
 
+_NLI_BASES: weakref.WeakKeyDictionary[Any, Callable[[], SentenceTransformer]] = weakref.WeakKeyDictionary()
+"""Run -> the loader of its NLI-trained base: :func:`nli_base` once per run (its data loaded and logged once)."""
+
+
 def base_loader(run: ChapterRun) -> Callable[[], SentenceTransformer]:
     """A loader of the base model every run starts from (each call a fresh copy): ``base_model``, or with
-    ``base_nli_epochs`` it after :func:`nli_base`'s NLI fine-tuning (built once, then loaded from the cache)."""
+    ``base_nli_epochs`` it after :func:`nli_base`'s NLI fine-tuning (built once, then loaded from the cache; asked
+    once per run)."""
     from ..models import load_encoder
 
     p = run.parameters
-    return nli_base(run) if p["base_nli_epochs"] else lambda: load_encoder(p["base_model"], max_seq_length=p["max_seq_length"])
+    if not p["base_nli_epochs"]:
+        return lambda: load_encoder(p["base_model"], max_seq_length=p["max_seq_length"])
+    if run not in _NLI_BASES:
+        _NLI_BASES[run] = nli_base(run)
+    return _NLI_BASES[run]
 
 
 def base_name(p: Mapping[str, Any]) -> str:
