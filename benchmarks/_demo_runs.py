@@ -38,6 +38,15 @@ def demo_run(chapter: str, out: Path, overrides: dict[str, str], data_dir: str, 
     return wall, load
 
 
+def trained_models(out: Path, chapter: str) -> dict[str, Any]:
+    """Name -> the training record of every model the run in ``out`` trained (its health, its artifact folder): each
+    once, a model that several rows rest on too (RCL's Eq. 1 run is its attention-dropout row), and a model no row
+    rests on too (RCL's NLI-trained base)."""
+    from sentcl.book.output.records import read_run_records
+
+    return {r.name: r for r in read_run_records(out / "records") if r.kind == "training" and r.chapter == chapter}
+
+
 HEALTH_FIELDS = ("trained_steps", "planned_steps", "peak_lr", "start_cosine", "loss_start", "loss_end", "active", "reason",
                  "learned", "learned_reason")
 """The fields of a model's health record a benchmark keeps."""

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from _demo_runs import HEALTH_FIELDS, demo_run, gather, write_result
+from _demo_runs import HEALTH_FIELDS, demo_run, gather, trained_models, write_result
 
 HERE = Path(__file__).resolve().parent
 GRID = (1e-4, 3e-4, 1e-3)
@@ -67,13 +67,11 @@ def rate_parameter(demo: Mapping) -> str:
     return next(key for key in ("learning_rate", "learning_rates") if key in demo)
 
 
-def trained_models(out: Path, chapter: str) -> dict[str, Any]:
-    """Name -> the training record of every model the run in ``out`` trained (its health, its artifact folder): each
-    once, a model that several rows rest on too (RCL's Eq. 1 run is its attention-dropout row), and a model no row
-    rests on too (RCL's NLI-trained base)."""
-    from sentcl.book.output.records import read_run_records
-
-    return {r.name: r for r in read_run_records(out / "records") if r.kind == "training" and r.chapter == chapter}
+def is_control(name: str, demo: Mapping) -> bool:
+    """Whether the trained model ``name`` is a control of the demo's ``control_models`` (the geometry chapter's
+    "MNRL (random init) seed 0"): no method of the chapter, so the rule never counts it; it trains at the rate the
+    rule picks for the methods, and its health is recorded beside."""
+    return any(f"({family})" in name for family in demo.get("control_models", {}))
 
 
 def dev_scores(models: Mapping[str, Any], evaluate) -> dict[str, float]:
@@ -122,8 +120,11 @@ def main() -> None:
         wall, load_average = demo_run(args.chapter, out, {key: json.dumps(given), **seeds},
                                       args.data_dir, reuse=args.reuse)
         models = trained_models(out, args.chapter)
+        controls = {name: {k: r.health.get(k) for k in HEALTH_FIELDS} for name, r in sorted(models.items()) if is_control(name, demo)}
+        models = {name: r for name, r in models.items() if name not in controls}
         found = gather(out, args.chapter, args.column) | {
-            "health": {name: {k: r.health.get(k) for k in HEALTH_FIELDS} for name, r in sorted(models.items())}}
+            "health": {name: {k: r.health.get(k) for k in HEALTH_FIELDS} for name, r in sorted(models.items())},
+            "controls": controls}
         devs = dev_scores(models, evaluate)
         good = [name for name, h in found["health"].items() if qualifies(h, devs[name], untouched_dev)]
         loads.append({"learning_rate": rate, **load_average})

@@ -74,6 +74,9 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_NAMES = (MINILM, "all-MiniLM-L6-v2")
 TINY_NAMES = ("tiny", "sentcl/tiny")
 MINI_NAMES = ("sentcl-mini", "sentcl/mini")
+MINI_RANDOM_NAMES = ("sentcl-mini-random", "sentcl/mini-random")
+"""sentcl-mini's architecture and tokenizer at random initialisation (:func:`mini_random_checkpoint`): the control
+that says what the mini's pretraining brings to a fine-tuning run."""
 """Names of sentcl-mini, the BERT sentcl pretrains itself (:mod:`sentcl.pretraining`), shipped in ``data/model/``."""
 
 TINY_CONFIG: dict[str, Any] = {
@@ -127,6 +130,8 @@ def load_encoder(
         model = tiny_model(seed=0, pooling=pooling or "mean", device=device)
     elif name in MINI_NAMES:
         model = _from_checkpoint(str(mini_checkpoint()), pooling or "mean", device)
+    elif name in MINI_RANDOM_NAMES:
+        model = _from_checkpoint(str(mini_random_checkpoint(0)), pooling or "mean", device)
     else:
         source = resolve_model(name)
         if _is_sentence_transformers(source):
@@ -145,6 +150,26 @@ def mini_checkpoint() -> Path:
 
     verify()
     return shipped_dir()
+
+
+def mini_random_checkpoint(seed: int = 0) -> Path:
+    """sentcl-mini's BERT (its ``config.json``) with the mini's tokenizer, at random initialisation under ``seed``
+    (:func:`_random_bert`: the tiny model's NumPy draws, the same on every machine and every transformers
+    version), as a plain transformers checkpoint built once under ``cache_root()/models/``."""
+    from transformers import BertConfig
+
+    shipped = mini_checkpoint()
+    tokenizer = {name: (shipped / name).read_bytes() for name in ("tokenizer.json", "tokenizer_config.json")}
+    config = BertConfig.from_pretrained(shipped)
+    key = stable_hash({"config": config.to_diff_dict(), "tokenizer": {k: hashlib.sha256(v).hexdigest() for k, v in tokenizer.items()},
+                       "seed": int(seed), "init": "pcg64-normal-v1"})
+
+    def build(folder: Path) -> None:
+        _random_bert(config, int(seed)).save_pretrained(folder)
+        for name, data in tokenizer.items():
+            (folder / name).write_bytes(data)
+
+    return cached_folder(cache_root() / "models" / f"mini-random-seed{int(seed)}-{key}", build)
 
 
 def resolve_model(name_or_path: str | os.PathLike) -> str:
@@ -382,9 +407,20 @@ def _tiny_vocab() -> list[str]:
 
 
 def _build_tiny(folder: Path, vocab: list[str], seed: int) -> None:
-    from transformers import BertConfig, BertModel, BertTokenizer
+    from transformers import BertConfig, BertTokenizer
 
-    config = BertConfig(vocab_size=len(vocab), **TINY_CONFIG)
+    _random_bert(BertConfig(vocab_size=len(vocab), **TINY_CONFIG), seed).save_pretrained(folder)
+    tokenizer = BertTokenizer(vocab={tok: i for i, tok in enumerate(vocab)}, do_lower_case=True)
+    tokenizer.model_max_length = TINY_MAX_SEQ_LENGTH
+    tokenizer.save_pretrained(folder)
+
+
+def _random_bert(config: Any, seed: int) -> Any:
+    """A ``BertModel`` of ``config`` whose weights are drawn with NumPy's PCG64 from (``seed``, parameter name), so
+    that they do not depend on torch's or transformers' initialisation code: normal(0, ``initializer_range``) for
+    weight matrices and embeddings, 1 for LayerNorm scales, 0 for biases."""
+    from transformers import BertModel
+
     with torch.random.fork_rng(devices=[]):  # BertModel's own init must not move the caller's RNG
         model = BertModel(config)
     layer_norms = {name for name, module in model.named_modules() if isinstance(module, torch.nn.LayerNorm)}
@@ -400,10 +436,7 @@ def _build_tiny(folder: Path, vocab: list[str], seed: int) -> None:
                 rng = np.random.default_rng([seed, name_seed])
                 value = rng.normal(0.0, config.initializer_range, tuple(param.shape)).astype(np.float32)
             param.copy_(torch.from_numpy(value))
-    model.save_pretrained(folder)
-    tokenizer = BertTokenizer(vocab={tok: i for i, tok in enumerate(vocab)}, do_lower_case=True)
-    tokenizer.model_max_length = TINY_MAX_SEQ_LENGTH
-    tokenizer.save_pretrained(folder)
+    return model
 
 
 # --------------------------------------------------------------------------- regularisation switches

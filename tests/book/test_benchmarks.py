@@ -188,3 +188,55 @@ def test_a_record_is_read_once_one_way_none_when_absent_and_its_line_when_broken
         benchmark_record("absent.json")
     with pytest.raises(DataFormatError, match=r"broken\.json:3: expected a benchmark result"):
         benchmarks.recorded("broken.json")
+
+
+def _primary(central, claim, column, verdict, family="primary"):
+    return {"central": central, "table": "Table 1", "claim": claim, "column": column, "verdict": verdict, "family": family}
+
+
+SENSITIVE = {
+    "benchmark": "sensitivity", "date": "2026-11-29T12:00:00+00:00", "machine": {"cpu_model": "AMD EPYC"},
+    "half_checkpoint": {"step": 1831, "of_steps": 3663, "heldout_loss_at_half": 5.67, "heldout_loss_final": 4.59},
+    "runs": [{"setting": "rate x1/3", "chapter": "rcl", "primary": [
+                  _primary("R1", "RCL above base", "Average", "direction reproduced"),
+                  _primary("R2", "RCL above DropHead", "Average", "direction reversed")]},
+             {"setting": "rate x3", "chapter": "rcl", "primary": [_primary("R1", "RCL above base", "Average", "undetermined")]},
+             {"setting": "rate x3", "chapter": "ifcl", "primary": []}],
+}
+
+
+def test_the_sensitivity_section_counts_the_primary_verdicts_each_setting_changes(recorded):
+    """Against this build's primary verdicts (the secondary family aside): a changed verdict is bold and counted, a
+    claim the setting's run lacks says so (and counts as changed); no record, or no run of the chapter: "not measured"."""
+    import pandas as pd
+
+    claims = pd.DataFrame([_primary("R1", "RCL above base", "Average", "direction reproduced"),
+                           _primary("R2", "RCL above DropHead", "Average", "undetermined"),
+                           _primary("", "Eq. 1 above base", "Average", "direction reproduced", family="secondary")])
+    assert "Not measured" in benchmarks.sensitivity_section("rcl", claims)
+    recorded(benchmarks.SENSITIVITY, SENSITIVE)
+    frame = benchmarks.sensitivity_frame("rcl", claims, SENSITIVE)
+    assert list(frame.index) == ["R1: RCL above base (Average)", "R2: RCL above DropHead (Average)"]
+    assert list(frame["rate ×⅓"]) == ["direction reproduced", "**direction reversed**"]
+    assert list(frame["rate ×3"]) == ["**undetermined**", "**not in that run**"]
+    assert benchmarks.sensitivity_flips(frame) == {"rate ×⅓": 1, "rate ×3": 2}
+    page = benchmarks.sensitivity_section("rcl", claims)
+    assert "Of this build's 2 primary verdicts 1 at rate ×⅓, 2 at rate ×3 changed" in page
+    assert "step 1,831 of 3,663" in page and "5.67" in page and "AMD EPYC" in page and page.count("\n|") >= 3
+    assert "Not measured" in benchmarks.sensitivity_section("bsc", claims)  # the record has no run of it
+    assert "no primary claim" in benchmarks.sensitivity_section("ifcl", claims.iloc[2:])
+
+
+def test_the_sensitivity_benchmark_scales_every_rate_and_swaps_every_mini(monkeypatch):
+    """``benchmarks/sensitivity.py``: each setting changes exactly the chapter's rates (per task, per family alike) or
+    every parameter that names sentcl-mini, never a text that merely mentions it."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import sensitivity
+
+    demo = {"learning_rates": {"base": 1e-5}, "english_models": {"base": "sentcl-mini"}, "zero_shot_model": "sentcl-mini",
+            "note": "sentcl-mini is English", "seeds": [0]}
+    assert sensitivity.overrides(demo, "rate x1/3", "/h") == {"learning_rates": {"base": 3.33e-06}}
+    assert sensitivity.overrides(demo, "rate x3", "/h") == {"learning_rates": {"base": 3e-05}}
+    assert sensitivity.overrides(demo, "half-pretrained", "/h") == {"english_models": {"base": "/h"}, "zero_shot_model": "/h"}
+    assert sensitivity.overrides({"learning_rate": 1e-4}, "rate x3", "/h") == {"learning_rate": 3e-4}
+    assert sensitivity.chapters() == ["mnrl_sbert", "bsc", "rcl", "ifcl"]

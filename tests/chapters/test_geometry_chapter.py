@@ -11,12 +11,15 @@ from types import SimpleNamespace
 
 import pytest
 
+from sentcl.book.output.claims import read_claims
 from sentcl.book.output.geometry import load_geometry
 from sentcl.book.output.results import load_results
 from sentcl.book.parameters import shipped_parameters
 from sentcl.chapters import geometry
 
 METHODS = ["MNRL", "BSC", "RCL", "IFCL"]
+CONTROL = ["base (untouched) (random init)", "MNRL (random init)"]
+"""The smoke profile's control (``control_models``): sentcl-mini's architecture at random initialisation, MNRL alone."""
 STS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R"]
 
 
@@ -27,9 +30,15 @@ def test_the_geometry_chapter_compares_the_four_methods_on_one_budget(smoke_book
     table = mine[mine["table"].str.startswith("Equal budget")]
     assert set(mine["table"]) == {"Equal budget: STS", "Equal budget: retrieval, test, cost", "Geometry and the STS average (ours)"}
     correlation = mine[mine["table"] == "Geometry and the STS average (ours)"].set_index(["row", "column"])["value"]
-    assert correlation[("uniformity", "models (n)")] == 1 + 4 * 2  # the base and every method's model of both seeds
+    # the base and every method's model of both seeds: the control is no equal-budget model
+    assert correlation[("uniformity", "models (n)")] == 1 + 4 * 2
     assert -1 <= correlation[("uniformity", "Spearman rho")] <= 1
-    assert set(table["row"]) == {"base (untouched)", *METHODS}
+    assert set(table["row"]) == {"base (untouched)", *METHODS, *CONTROL}
+    control = table[table["row"] == "MNRL (random init)"].set_index("column")
+    assert set(control["seeds"]) == {(0, 1)} and "control: sentcl-mini-random" in control.loc["Average", "note"]
+    claims = read_claims(out, "geometry")
+    brings = claims[claims["claim"] == "MNRL above MNRL (random init) (what pretraining brings)"]
+    assert set(brings["column"]) == {"Average", "CQA-A-2016 MAP"} and (brings["design"] == "paired over seeds and items").all()
     for method in METHODS:
         cells = table[table["row"] == method].set_index("column")
         assert set(STS) | {"Average", "CQA-A-2016 MAP", "CQA-A-2016 MRR", "cost × MNRL"} <= set(cells.index)
@@ -56,7 +65,9 @@ def test_every_chapter_writes_its_geometry_and_the_trajectories_are_readable(smo
     assert ((finals["alignment"] >= 0) & (finals["alignment"] <= 4)).all()
     assert ((finals["uniformity"] <= 0) & (finals["uniformity"] >= -4)).all()
     paths = geometry[geometry["point"] == "trajectory"]
-    assert set(paths[paths["chapter"] == "geometry"]["model"]) == set(METHODS)
+    assert set(paths[paths["chapter"] == "geometry"]["model"]) == {*METHODS, "MNRL (random init)"}
+    control = finals[(finals["chapter"] == "geometry") & (finals["model"] == "base (untouched) (random init)")]
+    assert set(control["encoder"]) == {"sentcl-mini-random"} and control["untouched"].all()
     for _, path in paths.groupby("model"):
         assert path["step"].min() == 0 and path["step"].is_monotonic_increasing and len(path) >= 2
     assert sorted(p.stem for p in (out / "figures" / "geometry").glob("*.png")) == [
@@ -94,11 +105,11 @@ def test_the_builder_builds_every_planned_stage_alone_under_its_name(monkeypatch
     built: list[str] = []
     monkeypatch.setattr(geometry, "training_pairs", lambda run: "pairs")
     monkeypatch.setattr(geometry, "train", lambda run, pairs, method, family, seed: built.append(
-        geometry.training_stage(method, run.parameters["base_models"][family], seed)))
+        geometry.training_stage(method, geometry.encoder(run.parameters, family), seed)))
     monkeypatch.setattr(geometry, "entropy_model", lambda run, pairs, family, phi: built.append(
-        geometry.entropy_stage(run.parameters["base_models"][family], phi)))
+        geometry.entropy_stage(geometry.encoder(run.parameters, family), phi)))
     monkeypatch.setattr(geometry, "store", lambda run, pairs, family, phi: built.append(
-        geometry.store_stage(run.parameters["base_models"][family], phi)))
+        geometry.store_stage(geometry.encoder(run.parameters, family), phi)))
     run = SimpleNamespace(parameters=p)
     for stage in plan:
         geometry.build(run, stage)

@@ -48,6 +48,30 @@ def test_it_loads_by_name_in_fp32_with_mean_pooling(card):
     assert vectors.shape == (2, card["architecture"]["hidden"])
 
 
+
+def test_its_random_init_control_is_its_architecture_and_tokenizer_with_fresh_weights(tmp_path, monkeypatch):
+    """``sentcl-mini-random``: the mini's every parameter shape and its tokenizer, weights drawn anew (normal(0, 0.02),
+    LayerNorm scales 1, biases 0), the same draw in a fresh cache, and the caller's torch RNG left alone."""
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path / "a"))
+    torch.manual_seed(5)
+    expected = torch.rand(2)
+    torch.manual_seed(5)
+    control, mini = load_encoder("sentcl-mini-random"), load_encoder("sentcl-mini")
+    assert torch.equal(torch.rand(2), expected)
+    weights, trained = dict(control.named_parameters()), dict(mini.named_parameters())
+    assert {k: v.shape for k, v in weights.items()} == {k: v.shape for k, v in trained.items()}
+    for name, value in weights.items():
+        if name.endswith("LayerNorm.weight"):
+            assert torch.all(value == 1), name
+        elif name.endswith(".bias"):
+            assert torch.all(value == 0), name
+        else:
+            assert abs(float(value.std()) - 0.02) < 0.002, name
+            assert not torch.allclose(value, trained[name].float()), name
+    assert control.tokenizer("A man plays a guitar.")["input_ids"] == mini.tokenizer("A man plays a guitar.")["input_ids"]
+    monkeypatch.setenv("SENTCL_CACHE", str(tmp_path / "b"))
+    again = load_encoder("sentcl/mini-random")
+    assert all(torch.equal(v, dict(again.named_parameters())[k]) for k, v in weights.items())
 def test_make_book_checks_the_shipped_model_before_it_runs_a_chapter(project_root):
     makefile = (project_root / "Makefile").read_text(encoding="utf-8")
     book = makefile.split("\nbook: ", 1)[1].split("\n\n", 1)[0]

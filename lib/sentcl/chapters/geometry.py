@@ -41,6 +41,9 @@ RETRIEVAL_TABLE = "Equal budget: retrieval, test, cost"
 CORRELATION_TABLE = "Geometry and the STS average (ours)"
 METHOD_RUN, ENTROPY_RUN, STORE_RUN = "method", "RCL entropy", "RCL store"
 """The kinds of planned stage (the first of their ``args``): a method's run, an entropy model of RCL, its store."""
+CONTROL_METHOD = "MNRL"
+"""The one method a control encoder (``control_models``) trains: the plainest, the one every other method is
+compared with."""
 
 
 def equal_budget_columns(sts_tasks: Sequence[str], retrieval_task: str) -> dict[str, dict[str, tuple[str, str]]]:
@@ -87,19 +90,21 @@ def plan(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> Plan:
     as many; :func:`training_stage`), and per encoder RCL's entropy models (:func:`entropy_stage`: trained once,
     shared by the seeds, read by every final RCL run), early-stopped between the earliest stop of their patience
     and the whole budget, each followed by its augmented-embedding store (:func:`store_stage`: every query and index
-    of the pairs encoded), the stores read by every final RCL run. Counted per family and seed, where two families
-    of one encoder count its runs once (the notebook trains them once)."""
-    from ..training.comparison import METHODS, MethodSettings
+    of the pairs encoded), the stores read by every final RCL run; per control encoder (``control_models``) and seed
+    one :data:`CONTROL_METHOD` run of the same budget. Counted per family and seed, where two families of one
+    encoder count its runs once (the notebook trains them once)."""
+    from ..training.comparison import MethodSettings
 
     rows = min(p["train_rows"] or pairs, pairs)
     steps = run_steps(rows, p["batch_size"], p["epochs"], p["max_steps"])
     entropy = min(steps, p["rcl_entropy_max_steps"] or steps)
     earliest = min(entropy, p["rcl_early_stopping_window"] * (MethodSettings().patience + 1))
     stages: list[PlannedStage] = []
+    methods = family_methods(p)
     for model, family in trained_families(p).items():
         stores = tuple(store_stage(model, phi) for phi in p["rcl_phis"])
         for seed in p["seeds"]:
-            for method in METHODS:
+            for method in methods[family]:
                 if method == "RCL" and seed == p["seeds"][0]:  # built with the first seed's RCL run
                     for phi in p["rcl_phis"]:
                         stages += [PlannedStage("RCL entropy models (Eq. 2), early-stopped: every family", 1, entropy,
@@ -114,27 +119,75 @@ def plan(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> Plan:
     return Plan(NAME, stages)
 
 
+def family_methods(p: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Each family the notebook trains from -> the methods it trains: every method from each family of
+    ``base_models``; :data:`CONTROL_METHOD` alone, under the same budget and seeds, from each of ``control_models``
+    (family -> encoder: a control, such as the base's architecture at random initialisation, whose run says what
+    the base's pretraining brings). A control named like a base family is refused."""
+    from ..training.comparison import METHODS
+
+    clash = sorted(set(p["base_models"]) & set(p["control_models"]))
+    if clash:
+        raise ConfigError(f"geometry: control_models names {clash}, already families of base_models; name the controls apart")
+    return {**{family: tuple(METHODS) for family in p["base_models"]}, **{family: (CONTROL_METHOD,) for family in p["control_models"]}}
+
+
+def encoder(p: Mapping[str, Any], family: str) -> str:
+    """The encoder ``family`` (of ``base_models`` or ``control_models``) starts from."""
+    return {**p["base_models"], **p["control_models"]}[family]
+
+
 def trained_families(p: Mapping[str, Any]) -> dict[str, str]:
-    """Each distinct encoder of ``base_models`` -> the first family that starts from it: the family whose runs train
-    it (a later family of the same encoder finds them in the cache)."""
+    """Each distinct encoder of ``base_models`` and ``control_models`` -> the first family that starts from it: the
+    family whose runs train it (a later family of the same encoder finds them in the cache)."""
     found: dict[str, str] = {}
-    for family, model in p["base_models"].items():
-        found.setdefault(model, family)
+    for family in family_methods(p):
+        found.setdefault(encoder(p, family), family)
     return found
 
 
 def row_label(method: str, family: str, base_models: Mapping[str, str]) -> str:
     """The results row of ``method``'s models from ``family`` (or of the untouched base): the method alone where
-    the run has one family, else ``"<method> (<family>)"``."""
-    return method if len(base_models) == 1 else f"{method} ({family})"
+    the run has one family and ``family`` is it, else ``"<method> (<family>)"`` (a control's rows always)."""
+    return method if list(base_models) == [family] else f"{method} ({family})"
+
+
+def control_note(p: Mapping[str, Any], family: str) -> str:
+    """What a row of the control ``family`` says it is (its note); ``""`` for a family of ``base_models``."""
+    if family not in p["control_models"]:
+        return ""
+    return (f"control: {p['control_models'][family]}, trained as {CONTROL_METHOD} under the same budget and seeds; "
+            "no paper model")
+
+
+def geometry_source(p: Mapping[str, Any], family: str) -> dict[str, str]:
+    """Where a model of ``family`` started, as :meth:`~sentcl.book.notebook.chapter_run.ChapterRun.record_geometry`
+    takes it: a family of ``base_models`` by its name; a control by its encoder, with :func:`control_note`."""
+    if family in p["base_models"]:
+        return {"family": family}
+    return {"encoder": encoder(p, family), "note": control_note(p, family)}
+
+
+def control_claims(p: Mapping[str, Any]) -> list[tuple[str, str, str, bool]]:
+    """(left, right, name, paired over seeds) of each control's claims (``control_models``): the first base family's
+    :data:`CONTROL_METHOD` above the control's (what the base's pretraining brings; paired: the same seed draws the
+    same data order), and the control's above its untouched start (whether it learned at all)."""
+    base = next(iter(p["base_models"]))
+    ours = row_label(CONTROL_METHOD, base, p["base_models"])
+    claims = []
+    for family in p["control_models"]:
+        theirs = row_label(CONTROL_METHOD, family, p["base_models"])
+        claims += [(ours, theirs, f"{ours} above {theirs} (what pretraining brings)", True),
+                   (theirs, row_label("base (untouched)", family, p["base_models"]), f"{theirs} above its untouched start", False)]
+    return claims
 
 
 def base_loader(p: Mapping[str, Any], family: str) -> Callable[[], SentenceTransformer]:
     """A loader of ``family``'s untouched encoder (``pooling``, ``max_seq_length``; each call a fresh copy): where
-    every method starts."""
+    every method of the family starts."""
     from ..models import load_encoder
 
-    return lambda: load_encoder(p["base_models"][family], pooling=p["pooling"], max_seq_length=p["max_seq_length"])
+    return lambda: load_encoder(encoder(p, family), pooling=p["pooling"], max_seq_length=p["max_seq_length"])
 
 
 def training_pairs(run: ChapterRun) -> TrainingData:
@@ -190,7 +243,7 @@ def train(run: ChapterRun, pairs: TrainingData, method: str, family: str, seed: 
     callbacks = [run.geometry_callback(trajectory_every(p, pairs))] if seed in p["trajectory_seeds"] else []
     return train_method(method, base_loader(p, family), pairs, training_config(p, seed), method_settings(p), train=run.train,
                         name=f"{row_label(method, family, p['base_models'])} seed {seed}", callbacks=callbacks,
-                        **stage_names(method, p["base_models"][family], seed, run.planned))
+                        **stage_names(method, encoder(p, family), seed, run.planned))
 
 
 def entropy_model(run: ChapterRun, pairs: TrainingData, family: str, phi: float) -> tuple[SentenceTransformer, TrainingResult]:
@@ -200,7 +253,7 @@ def entropy_model(run: ChapterRun, pairs: TrainingData, family: str, phi: float)
 
     p = run.parameters
     return rcl_entropy_model(base_loader(p, family), pairs, phi, training_config(p, p["seeds"][0]), method_settings(p),
-                             train=run.train, stage=entropy_stage(p["base_models"][family], phi))
+                             train=run.train, stage=entropy_stage(encoder(p, family), phi))
 
 
 def store(run: ChapterRun, pairs: TrainingData, family: str, phi: float) -> None:
@@ -209,7 +262,7 @@ def store(run: ChapterRun, pairs: TrainingData, family: str, phi: float) -> None
     from ..training.comparison import rcl_augment
 
     p = run.parameters
-    names = stage_names("RCL", p["base_models"][family], p["seeds"][0], run.planned)
+    names = stage_names("RCL", encoder(p, family), p["seeds"][0], run.planned)
     rcl_augment(base_loader(p, family), pairs, training_config(p, p["seeds"][0]), method_settings(p), phis=[phi],
                 train=run.train, entropy_stage=names["entropy_stage"], store_stage=names["store_stage"])
 
@@ -281,8 +334,8 @@ CHAPTER = Chapter(
 )
 
 
-__all__ = ["CHAPTER", "CORRELATION_TABLE", "ENTROPY_RUN", "GEOMETRY_PAPER_PAIRS", "METHOD_RUN", "PAPER_MODELS", "RETRIEVAL_TABLE",
-           "STORE_RUN", "STS_TABLE", "base_loader", "build", "encoders", "entropy_model", "entropy_stage", "equal_budget_columns",
+__all__ = ["CHAPTER", "CONTROL_METHOD", "CORRELATION_TABLE", "ENTROPY_RUN", "GEOMETRY_PAPER_PAIRS", "METHOD_RUN", "PAPER_MODELS", "RETRIEVAL_TABLE",
+           "STORE_RUN", "STS_TABLE", "base_loader", "build", "control_claims", "control_note", "encoder", "geometry_source", "encoders", "family_methods", "entropy_model", "entropy_stage", "equal_budget_columns",
            "memory_rows", "method_settings", "nearest_measurement", "plan", "row_label", "stage_names", "store", "store_stage",
            "train", "trained_families", "training_config", "training_pairs", "training_stage", "training_steps",
            "trajectory_every"]

@@ -27,7 +27,8 @@ that the Colab launch buttons point at the repository's notebooks:
   :mod:`sentcl.book.pages.statistics`) and per chapter ``<chapter>/gpu_memory.md`` (the paper profile's
   recorded peak GPU memory beside a T4's, :mod:`sentcl.book.estimates.gpu_memory`) and ``<chapter>/measured.md``
   (a hand-run benchmark the chapter's demo rests on) and ``<chapter>/rate_rule.md`` (how its demo's learning rate was
-  chosen, empty where it was not: :mod:`sentcl.book.estimates.benchmarks`), all read from the
+  chosen, empty where it was not: :mod:`sentcl.book.estimates.benchmarks`) and, for a chapter with a primary family,
+  ``<chapter>/sensitivity.md`` (how many of its primary verdicts change in other demo settings), all read from the
   results files, figures and run records in ``<out>`` and the recorded benchmark results.
 
 :func:`build` runs ``jupyter-book build`` on those sources without executing anything
@@ -139,6 +140,9 @@ def stage(root: Path, out: Path) -> Path:
         (gen / state.chapter / "gpu_memory.md").write_text(gpu_memory.chapter_section(state.chapter), encoding="utf-8")
         (gen / state.chapter / "measured.md").write_text(benchmarks.chapter_section(state.chapter), encoding="utf-8")
         (gen / state.chapter / "rate_rule.md").write_text(benchmarks.rate_rule_section(state.chapter), encoding="utf-8")
+        if state.spec.central is not None:  # a chapter with a primary family: how its verdicts move with the setting
+            (gen / state.chapter / "sensitivity.md").write_text(benchmarks.sensitivity_section(state.chapter, state.claims),
+                                                               encoding="utf-8")
     measured = read_run_records(Layout(out).records, root / MEASURED_RECORDS)
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")
     (gen / "install.md").write_text(install.install_section(tree), encoding="utf-8")

@@ -12,7 +12,9 @@ and the functions that make its table and caption (in the chapter's module, ``se
 
 A demo that picks its learning rate by the rule its profile states has a second record, ``benchmarks/rate_rule.py``'s
 (:func:`rate_rule`: the same functions take it as ``measure``); :func:`rate_rule_section` is its page fragment
-(``book/_generated/<chapter>/rate_rule.md``), empty for a chapter without one.
+(``book/_generated/<chapter>/rate_rule.md``), empty for a chapter without one. :func:`sensitivity_section` counts how
+many of a build's primary verdicts change when ``benchmarks/sensitivity.py`` reran the demo in other settings
+(``book/_generated/<chapter>/sensitivity.md``).
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def _learned_cell(health: dict[str, Any]) -> str:
 def rate_rule_frame(result: dict[str, Any]) -> pd.DataFrame:
     """One row per learning rate of a ``benchmarks/rate_rule.py`` record: per trained model of the seed-0 run,
     whether it learned (the health rule; its loss from the first to the last window) and its STS-B dev score;
-    how many qualified (learned, dev not below the untouched encoder's) and their mean dev; the rule's choice and
+    how many qualified (learned, dev not below the untouched encoder's) and their mean dev; whether each control
+    (the geometry chapter's random-initialised encoder, which the rule does not count) learned; the rule's choice and
     the first rule's; and, for the reader only (the rules read no test score), each row's test-set average."""
     rows = []
     for run in result["runs"]:
@@ -83,6 +86,8 @@ def rate_rule_frame(result: dict[str, Any]) -> pd.DataFrame:
         for name, h in run["health"].items():
             row[f"{name.split(' seed')[0]} learned (loss)"] = _learned_cell(h)
             row[f"{name.split(' seed')[0]} STS-B dev"] = f"{run['stsb_dev'][name]:.2f}"
+        for name, h in run.get("controls", {}).items():  # a control trains at the rate chosen for the methods
+            row[f"{name.split(' seed')[0]} learned (loss; a control, not counted)"] = _learned_cell(h)
         row["qualify (mean dev)"] = (f"{run['qualifying']} of {run['trained']}"
                                      + (f" ({run['qualifying_dev']:.2f})" if run["qualifying_dev"] is not None else ""))
         row["chosen"] = "**the rule**" if run["learning_rate"] == result["chosen"] else ""
@@ -177,6 +182,62 @@ def rate_rule_section(chapter: Chapter | str) -> str:
     return "" if table is None else _section(table, caption)
 
 
+SENSITIVITY = "sensitivity_cpu.json"
+"""``benchmarks/sensitivity.py``'s record: the demos' primary claims rerun in other settings (issue 46, item 7)."""
+SETTING_LABELS = {"rate x1/3": "rate ×⅓", "rate x3": "rate ×3", "half-pretrained": "half-pretrained mini"}
+
+
+def sensitivity_frame(chapter: str, claims: pd.DataFrame, result: dict[str, Any]) -> pd.DataFrame | None:
+    """One row per primary claim of this build's ``claims`` (its key, claim and column): its verdict here and in each
+    setting of the :data:`SENSITIVITY` record ``result`` for ``chapter`` (a changed verdict in bold; "not in that run"
+    where the setting's run has no such claim); None where the record has no run of ``chapter``."""
+    runs = {r["setting"]: {(c["table"], c["claim"], c["column"]): c for c in r["primary"]}
+            for r in result["runs"] if r["chapter"] == chapter}
+    if not runs:
+        return None
+    primary = claims[claims["family"] == "primary"]
+    rows = []
+    for claim in primary.to_dict("records"):
+        key = (claim["table"], claim["claim"], claim["column"])
+        row = {"claim": f"{claim['central']}: {claim['claim']} ({claim['column']})", "this build": claim["verdict"]}
+        for setting, found in runs.items():
+            there = found.get(key)
+            verdict = there["verdict"] if there else "not in that run"
+            row[SETTING_LABELS.get(setting, setting)] = f"**{verdict}**" if verdict != claim["verdict"] else verdict
+        rows.append(row)
+    columns = ["claim", "this build", *(SETTING_LABELS.get(setting, setting) for setting in runs)]
+    return pd.DataFrame(rows, columns=columns).set_index("claim")
+
+
+def sensitivity_flips(frame: pd.DataFrame) -> dict[str, int]:
+    """Setting -> how many of :func:`sensitivity_frame`'s primary verdicts it changed (its bold cells)."""
+    return {column: int(frame[column].str.startswith("**").sum()) for column in frame.columns if column != "this build"}
+
+
+def sensitivity_section(chapter: str, claims: pd.DataFrame) -> str:
+    """The page fragment of the chapter's sensitivity (``book/_generated/<chapter>/sensitivity.md``): how many of this
+    build's primary verdicts each setting of the :data:`SENSITIVITY` record changes, and the claims' table; a line
+    saying so where nothing was measured. Reported, never acted on: no profile reads it."""
+    result = recorded(SENSITIVITY)
+    frame = sensitivity_frame(chapter, claims, result) if result is not None else None
+    if result is None or frame is None:
+        return ("*Not measured: `benchmarks/sensitivity.py` has no run of this chapter's demo in other settings "
+                "(`benchmarks/results/sensitivity_cpu.json`).*\n")
+    if frame.empty:
+        return "*This build records no primary claim, so no verdict can flip.*\n"
+    flips = sensitivity_flips(frame)
+    half = result["half_checkpoint"]
+    said = ", ".join(f"{n} at {setting}" for setting, n in flips.items())
+    caption = (f"Sensitivity, reported and never acted on: the demo rerun with its learning rate divided and multiplied "
+               f"by 3 and, at its rate, from the checkpoint sentcl-mini's pretraining exported at half its steps (step "
+               f"{half['step']:,} of {half['of_steps']:,}; held-out MLM loss {half['heldout_loss_at_half']:.2f} there, "
+               f"{half['heldout_loss_final']:.2f} at the end), by `benchmarks/sensitivity.py` on "
+               f"{result['machine']['cpu_model']} ({result['date'][:10]}). Of this build's {len(frame)} primary verdicts "
+               f"{said} changed (in bold). A verdict that changes with the setting is one to read with care; no profile "
+               "was changed by it.")
+    return _section(frame, caption)
+
+
 def _section(table: pd.DataFrame, caption: str) -> str:
     shown = turned(table)
     if shown is not table:  # its measures are rows: their column headed as the table's rows were
@@ -186,5 +247,6 @@ def _section(table: pd.DataFrame, caption: str) -> str:
                                            [[md(str(v)) for v in row] for row in flat.itertuples(index=False)])
 
 
-__all__ = ["Measurement", "chapter_section", "health_columns", "interval_cell", "mean_std_cell", "measurement", "measurement_frame",
-           "rate_rule", "rate_rule_caption", "rate_rule_frame", "rate_rule_section", "turned"]
+__all__ = ["SENSITIVITY", "Measurement", "chapter_section", "health_columns", "interval_cell", "mean_std_cell", "measurement", "measurement_frame",
+           "rate_rule", "rate_rule_caption", "rate_rule_frame", "rate_rule_section", "sensitivity_flips", "sensitivity_frame",
+           "sensitivity_section", "turned"]

@@ -459,20 +459,23 @@ class ChapterRun:
         return GeometryCallback(self.geometry_pairs(), every_steps)
 
     def record_geometry(self, model: str, embed, *, seed: int | None = None, trained=None, note: str = "",
-                        family: str | None = None, untouched: bool = False) -> dict:
+                        family: str | None = None, untouched: bool = False, encoder: str | None = None) -> dict:
         """Measure ``embed``'s geometry on :meth:`geometry_pairs` (:func:`sentcl.evaluation.geometry.evaluate_geometry`)
         and write it to ``<out>/geometry/<chapter>.csv`` as the model's final point; with ``trained``
         (a :class:`~sentcl.training.TrainingResult` of a run that had a geometry callback) its
         trajectory too. ``family``: the model family whose encoder the model is (``untouched``) or was
         trained from (default: the run's only family), written as the point's ``encoder``, and its note
-        says which paper model that encoder stands in for. Returns the measures. A run loaded from a
+        says which paper model that encoder stands in for; ``encoder`` instead, for a model of no family (a control,
+        such as an encoder at random initialisation: ``note`` says what it is). Returns the measures. A run loaded from a
         cache written without the callback has no trajectory: the final point is written and
         ``"trajectory_points"`` is 0."""
         from ...evaluation.geometry import evaluate_geometry
 
-        if family is None and len(self.models) == 1:
+        if encoder is not None and family is not None:
+            raise ConfigError(f"{self.chapter}: record_geometry({model!r}) takes family= or encoder=, not both")
+        if family is None and encoder is None and len(self.models) == 1:
             family = next(iter(self.models))
-        encoder = self.models[family] if family is not None else None
+        encoder = self.models[family] if family is not None else encoder
         note = "; ".join(part for part in (self.stand_in(family) if family is not None else "", note) if part)
         pairs = self.geometry_pairs()
         measured = evaluate_geometry(pairs, embed)
