@@ -223,7 +223,17 @@ def test_the_sensitivity_section_counts_the_primary_verdicts_each_setting_change
     page = benchmarks.sensitivity_section("rcl", claims)
     assert "Of this build's 2 primary verdicts 1 at rate ×⅓, 2 at rate ×3 changed" in page
     assert "step 1,831 of 3,663" in page and "5.67" in page and "AMD EPYC" in page and page.count("\n|") >= 3
+    untested = pd.concat([claims, pd.DataFrame([_primary("R5", "RCL above DropHead on FAQ", "MAP", "not tested")])])
+    page = benchmarks.sensitivity_section("rcl", untested)
+    assert "Of this build's 3 primary verdicts 1 at rate ×⅓, 2 at rate ×3 changed" in page  # absent there: not tested
+    assert "FAQ" not in page and "Left out of the table: 1 primary claims" in page
+    tested = {**SENSITIVE, "runs": [{**r, "primary": [*r["primary"], _primary("R5", "RCL above DropHead on FAQ", "MAP", "undetermined")]}
+                                    for r in SENSITIVE["runs"]]}
+    recorded(benchmarks.SENSITIVITY, tested)
+    page = benchmarks.sensitivity_section("rcl", untested)  # tested in a setting: shown, and changed
+    assert "| R5: RCL above DropHead on FAQ (MAP) | not tested | **undetermined** |" in page and "Left out" not in page
     assert "Not measured" in benchmarks.sensitivity_section("bsc", claims)  # the record has no run of it
+    assert "this build ran smoke" in benchmarks.sensitivity_section("rcl", claims, ["smoke"])  # not the runs' profile
     assert "no primary claim" in benchmarks.sensitivity_section("ifcl", claims.iloc[2:])
 
 

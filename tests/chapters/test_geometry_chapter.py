@@ -76,6 +76,9 @@ def test_every_chapter_writes_its_geometry_and_the_trajectories_are_readable(smo
     assert finals[(finals["chapter"] == "rcl") & finals["untouched"]]["model"].tolist() == ["SRoBERTa-base"]
     page = html.unescape((out / "_build" / "html" / "book" / "geometry.html").read_text())
     assert "Assumptions and deviations" in page and "Equal budget: STS" in page
+    for chapter in ("mnrl_sbert", "bsc", "rcl", "ifcl"):  # the sensitivity runs are demo runs: nothing to compare
+        other = html.unescape((out / "_build" / "html" / "book" / f"{chapter}.html").read_text())
+        assert "How the verdicts move with the setting" in other and "this build ran smoke" in other
     notebook = html.unescape((out / "_build" / "html" / "notebooks" / "geometry.html").read_text())
     assert "BSC above MNRL" in notebook and "above the untouched base" in notebook and "Traceback" not in notebook
 

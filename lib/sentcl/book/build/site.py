@@ -141,7 +141,7 @@ def stage(root: Path, out: Path) -> Path:
         (gen / state.chapter / "measured.md").write_text(benchmarks.chapter_section(state.chapter), encoding="utf-8")
         (gen / state.chapter / "rate_rule.md").write_text(benchmarks.rate_rule_section(state.chapter), encoding="utf-8")
         if state.spec.central is not None:  # a chapter with a primary family: how its verdicts move with the setting
-            (gen / state.chapter / "sensitivity.md").write_text(benchmarks.sensitivity_section(state.chapter, state.claims),
+            (gen / state.chapter / "sensitivity.md").write_text(benchmarks.sensitivity_section(state.chapter, state.claims, state.profiles),
                                                                encoding="utf-8")
     measured = read_run_records(Layout(out).records, root / MEASURED_RECORDS)
     (gen / "timings.md").write_text(timings(measured), encoding="utf-8")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,13 +184,14 @@ def rate_rule_section(chapter: Chapter | str) -> str:
 
 SENSITIVITY = "sensitivity_cpu.json"
 """``benchmarks/sensitivity.py``'s record: the demos' primary claims rerun in other settings (issue 46, item 7)."""
+NOT_IN_RUN = "not in that run"
 SETTING_LABELS = {"rate x1/3": "rate ×⅓", "rate x3": "rate ×3", "half-pretrained": "half-pretrained mini"}
 
 
 def sensitivity_frame(chapter: str, claims: pd.DataFrame, result: dict[str, Any]) -> pd.DataFrame | None:
     """One row per primary claim of this build's ``claims`` (its key, claim and column): its verdict here and in each
-    setting of the :data:`SENSITIVITY` record ``result`` for ``chapter`` (a changed verdict in bold; "not in that run"
-    where the setting's run has no such claim); None where the record has no run of ``chapter``."""
+    setting of the :data:`SENSITIVITY` record ``result`` for ``chapter`` (a changed verdict in bold; :data:`NOT_IN_RUN`
+    where the setting's run has no such claim, as "not tested"); None where the record has no run of ``chapter``."""
     runs = {r["setting"]: {(c["table"], c["claim"], c["column"]): c for c in r["primary"]}
             for r in result["runs"] if r["chapter"] == chapter}
     if not runs:
@@ -201,9 +202,9 @@ def sensitivity_frame(chapter: str, claims: pd.DataFrame, result: dict[str, Any]
         key = (claim["table"], claim["claim"], claim["column"])
         row = {"claim": f"{claim['central']}: {claim['claim']} ({claim['column']})", "this build": claim["verdict"]}
         for setting, found in runs.items():
-            there = found.get(key)
-            verdict = there["verdict"] if there else "not in that run"
-            row[SETTING_LABELS.get(setting, setting)] = f"**{verdict}**" if verdict != claim["verdict"] else verdict
+            there = found.get(key)  # a claim the setting's run did not write was not tested there
+            verdict, said = (there["verdict"], there["verdict"]) if there else ("not tested", NOT_IN_RUN)
+            row[SETTING_LABELS.get(setting, setting)] = f"**{said}**" if verdict != claim["verdict"] else said
         rows.append(row)
     columns = ["claim", "this build", *(SETTING_LABELS.get(setting, setting) for setting in runs)]
     return pd.DataFrame(rows, columns=columns).set_index("claim")
@@ -214,10 +215,14 @@ def sensitivity_flips(frame: pd.DataFrame) -> dict[str, int]:
     return {column: int(frame[column].str.startswith("**").sum()) for column in frame.columns if column != "this build"}
 
 
-def sensitivity_section(chapter: str, claims: pd.DataFrame) -> str:
+def sensitivity_section(chapter: str, claims: pd.DataFrame, profiles: Sequence[str] = ("demo",)) -> str:
     """The page fragment of the chapter's sensitivity (``book/_generated/<chapter>/sensitivity.md``): how many of this
-    build's primary verdicts each setting of the :data:`SENSITIVITY` record changes, and the claims' table; a line
-    saying so where nothing was measured. Reported, never acted on: no profile reads it."""
+    build's primary verdicts (its run's ``profiles``: the record reran the demo, so only a demo build compares) each
+    setting of the :data:`SENSITIVITY` record changes, and the claims' table; a line saying so where nothing was
+    measured. Reported, never acted on: no profile reads it."""
+    if list(profiles) != ["demo"]:
+        return (f"*`benchmarks/sensitivity.py` reran the demo profile; this build ran {', '.join(profiles) or 'nothing'}: "
+                "its verdicts are not the ones those runs vary.*\n")
     result = recorded(SENSITIVITY)
     frame = sensitivity_frame(chapter, claims, result) if result is not None else None
     if result is None or frame is None:
@@ -226,6 +231,7 @@ def sensitivity_section(chapter: str, claims: pd.DataFrame) -> str:
     if frame.empty:
         return "*This build records no primary claim, so no verdict can flip.*\n"
     flips = sensitivity_flips(frame)
+    shown = frame[~frame.isin(["not tested", NOT_IN_RUN]).all(axis=1)]  # a claim no setting tested says nothing here
     half = result["half_checkpoint"]
     said = ", ".join(f"{n} at {setting}" for setting, n in flips.items())
     caption = (f"Sensitivity, reported and never acted on: the demo rerun with its learning rate divided and multiplied "
@@ -234,8 +240,10 @@ def sensitivity_section(chapter: str, claims: pd.DataFrame) -> str:
                f"{half['heldout_loss_final']:.2f} at the end), by `benchmarks/sensitivity.py` on "
                f"{result['machine']['cpu_model']} ({result['date'][:10]}). Of this build's {len(frame)} primary verdicts "
                f"{said} changed (in bold). A verdict that changes with the setting is one to read with care; no profile "
-               "was changed by it.")
-    return _section(frame, caption)
+               "was changed by it."
+               + (f" Left out of the table: {len(frame) - len(shown)} primary claims not tested here nor in any setting."
+                  if len(shown) < len(frame) else ""))
+    return _section(shown, caption) if len(shown) else md(caption) + "\n"
 
 
 def _section(table: pd.DataFrame, caption: str) -> str:
