@@ -109,7 +109,8 @@ def main() -> None:
             demo = shipped_parameters(chapter, "demo")
             changed = overrides(demo, setting, str(half))
             out = args.work / setting.replace(" ", "_").replace("/", "-") / chapter
-            wall, load = demo_run(chapter, out, {k: json.dumps(v) for k, v in changed.items()}, args.data_dir, reuse=args.reuse)
+            given = {k: v if isinstance(v, str) else json.dumps(v) for k, v in changed.items()}  # -p reads a str as is
+            wall, load = demo_run(chapter, out, given, args.data_dir, reuse=args.reuse)
             health = [r.health for r in trained_models(out, chapter).values()]
             runs.append({"setting": setting, "chapter": chapter, "changed": swapped_back(changed, half),
                          "command_wall_s": round(wall, 1), "trained": len(health),
