@@ -221,11 +221,11 @@ def test_the_sensitivity_section_counts_the_primary_verdicts_each_setting_change
     assert list(frame["rate ×3"]) == ["**undetermined**", "**not in that run**"]
     assert benchmarks.sensitivity_flips(frame) == {"rate ×⅓": 1, "rate ×3": 2}
     page = benchmarks.sensitivity_section("rcl", claims)
-    assert "Of this build's 2 primary verdicts 1 at rate ×⅓, 2 at rate ×3 changed" in page
+    assert "Verdicts changed (in bold) of this build's 2 primary claims: 1 with rate ×⅓, 2 with rate ×3." in page
     assert "step 1,831 of 3,663" in page and "5.67" in page and "AMD EPYC" in page and page.count("\n|") >= 3
     untested = pd.concat([claims, pd.DataFrame([_primary("R5", "RCL above DropHead on FAQ", "MAP", "not tested")])])
     page = benchmarks.sensitivity_section("rcl", untested)
-    assert "Of this build's 3 primary verdicts 1 at rate ×⅓, 2 at rate ×3 changed" in page  # absent there: not tested
+    assert "Verdicts changed (in bold) of this build's 3 primary claims: 1 with rate ×⅓, 2 with rate ×3." in page  # absent there: not tested
     assert "FAQ" not in page and "Left out of the table: 1 primary claims" in page
     tested = {**SENSITIVE, "runs": [{**r, "primary": [*r["primary"], _primary("R5", "RCL above DropHead on FAQ", "MAP", "undetermined")]}
                                     for r in SENSITIVE["runs"]]}

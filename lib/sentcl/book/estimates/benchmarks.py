@@ -233,13 +233,13 @@ def sensitivity_section(chapter: str, claims: pd.DataFrame, profiles: Sequence[s
     flips = sensitivity_flips(frame)
     shown = frame[~frame.isin(["not tested", NOT_IN_RUN]).all(axis=1)]  # a claim no setting tested says nothing here
     half = result["half_checkpoint"]
-    said = ", ".join(f"{n} at {setting}" for setting, n in flips.items())
+    said = ", ".join(f"{n} with {setting}" for setting, n in flips.items())
     caption = (f"Sensitivity, reported and never acted on: the demo rerun with its learning rate divided and multiplied "
                f"by 3 and, at its rate, from the checkpoint sentcl-mini's pretraining exported at half its steps (step "
                f"{half['step']:,} of {half['of_steps']:,}; held-out MLM loss {half['heldout_loss_at_half']:.2f} there, "
                f"{half['heldout_loss_final']:.2f} at the end), by `benchmarks/sensitivity.py` on "
-               f"{result['machine']['cpu_model']} ({result['date'][:10]}). Of this build's {len(frame)} primary verdicts "
-               f"{said} changed (in bold). A verdict that changes with the setting is one to read with care; no profile "
+               f"{result['machine']['cpu_model']} ({result['date'][:10]}). Verdicts changed (in bold) of this build's "
+               f"{len(frame)} primary claims: {said}. A verdict that changes with the setting is one to read with care; no profile "
                "was changed by it."
                + (f" Left out of the table: {len(frame) - len(shown)} primary claims not tested here nor in any setting."
                   if len(shown) < len(frame) else ""))
