@@ -14,7 +14,10 @@ reruns the chapter's demo in three other settings, each through the book's own c
 It records, per setting and chapter, the verdict of every primary claim (``claims/<chapter>.csv``: its difference,
 95 % interval and Holm p) and how many trained models learned (the health rule). The pages count, against the
 build's own verdicts, how many primary verdicts each setting flips
-(:func:`sentcl.book.estimates.benchmarks.sensitivity_section`). Nothing here changes a profile.
+(:func:`sentcl.book.estimates.benchmarks.sensitivity_section`). Nothing here changes a profile. Each run keeps the
+demo profile it varied (``demo_profile``): a test holds the record to the shipped profiles, so a record made before
+a profile changed fails it (rerun; the artifact cache of the earlier runs, ``SENTCL_CACHE``, spares the unchanged
+models' training).
 
     .venv/bin/python benchmarks/sensitivity.py --data-dir ../shared/data \\
         --half ~/.cache/sentcl/pretrain/<run>/half --work /tmp/sensitivity   # -> results/sensitivity_cpu.json
@@ -112,7 +115,7 @@ def main() -> None:
             given = {k: v if isinstance(v, str) else json.dumps(v) for k, v in changed.items()}  # -p reads a str as is
             wall, load = demo_run(chapter, out, given, args.data_dir, reuse=args.reuse)
             health = [r.health for r in trained_models(out, chapter).values()]
-            runs.append({"setting": setting, "chapter": chapter, "changed": swapped_back(changed, half),
+            runs.append({"setting": setting, "chapter": chapter, "demo_profile": demo, "changed": swapped_back(changed, half),
                          "command_wall_s": round(wall, 1), "trained": len(health),
                          "learned": sum(bool(h.get("learned")) for h in health), "primary": primary_claims(out, chapter)})
             loads.append({"setting": setting, "chapter": chapter, **load})

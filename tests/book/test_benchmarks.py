@@ -250,3 +250,14 @@ def test_the_sensitivity_benchmark_scales_every_rate_and_swaps_every_mini(monkey
     assert sensitivity.overrides(demo, "half-pretrained", "/h") == {"english_models": {"base": "/h"}, "zero_shot_model": "/h"}
     assert sensitivity.overrides({"learning_rate": 1e-4}, "rate x3", "/h") == {"learning_rate": 3e-4}
     assert sensitivity.chapters() == ["mnrl_sbert", "bsc", "rcl", "ifcl"]
+
+
+def test_the_sensitivity_record_was_made_on_the_shipped_demo_profiles():
+    """The pages compare this build's primary verdicts with the record's runs: those runs must have varied the demo
+    that ships (a profile changed since, a task or row added, makes the record stale: rerun benchmarks/sensitivity.py)."""
+    from sentcl.book.parameters import shipped_parameters
+
+    record = benchmarks.recorded(benchmarks.SENSITIVITY)
+    assert record is not None and record["runs"]
+    for run in record["runs"]:
+        assert run["demo_profile"] == shipped_parameters(run["chapter"], "demo"), (run["setting"], run["chapter"])

@@ -23,6 +23,8 @@ from sentcl.book.output.claims import (
     verdict_counts,
 )
 from sentcl.book.output.evidence import load_evidence
+from sentcl.errors import ConfigError
+from sentcl.evaluation.items import ItemTerms
 
 
 @pytest.fixture
@@ -383,3 +385,36 @@ def test_the_estimand_sets_the_item_term(tmp_path, fake):
             assert frame["estimand"].iloc[0] == estimand
     assert item_se["whole", "test set"] == 0 and item_se["whole", "population"] > 0
     assert item_se["part", "test set"] ** 2 == pytest.approx(0.6 * item_se["part", "population"] ** 2, rel=1e-9)
+
+
+def test_a_measure_of_the_embeddings_is_tested_on_its_resampled_terms(run, fake):
+    """Rows recorded by record_measures (RCL's anisotropy, IFCL's mutual information): the cell is the mean over
+    seeds of each seed's terms, a claim's interval resamples the terms (paired items) with the seeds; a gap inside
+    the items' noise is undetermined; a model that did not learn leaves its claims not tested; rows measured on
+    other items are not compared."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(0.3, 0.1, 400)
+
+    def measure(row, shift, *, learned=True, fingerprint="the same 400 sentences"):
+        per_seed = {s: {"mean cosine": ItemTerms({"mean cosine": base + shift + rng.normal(0, 0.1, 400)})} for s in range(3)}
+        run.record_measures(row, per_seed, trained={s: fake.done(True, f"{row} seed {s}", learned=learned) for s in range(3)},
+                            tables=["Anisotropy (ours)"], fingerprints={"mean cosine": fingerprint}, populations={"mean cosine": 4000})
+        return per_seed
+
+    measured = {row: measure(row, shift) for row, shift in (("Eq. 1", 0.05), ("RCL", 0.0), ("close", 0.002))}
+    measure("failed", 0.0, learned=False)
+    measure("elsewhere", 0.0, fingerprint="other sentences")
+    cells = run.results().set_index(["table", "row", "column"])["value"]
+    assert cells[("Anisotropy (ours)", "Eq. 1", "mean cosine")] == pytest.approx(
+        np.mean([m["mean cosine"].values["mean cosine"].mean() for m in measured["Eq. 1"].values()]))
+    own = [Claim("Anisotropy (ours)", "mean cosine", left, "RCL", source="ours", paired_seeds=True)
+           for left in ("Eq. 1", "close", "failed", "elsewhere")]
+    frame = run.write_claims(own=own).set_index("left")
+    assert frame.loc["Eq. 1", "verdict"] == REPRODUCED and frame.loc["Eq. 1", "delta"] == pytest.approx(0.05, abs=0.01)
+    assert frame.loc["Eq. 1", "item_se"] > 0
+    assert frame.loc["close", "verdict"] == UNDETERMINED
+    assert frame.loc["failed", "verdict"] == NOT_TESTED and "did not learn" in frame.loc["failed", "reason"]
+    assert frame.loc["elsewhere", "verdict"] == NOT_TESTED
+    with pytest.raises(ConfigError, match="ItemTerms of that one measure"):
+        run.record_measures("bad", {0: {"mean cosine": ItemTerms({"other": base})}}, trained=False,
+                            tables=["Anisotropy (ours)"], fingerprints={})

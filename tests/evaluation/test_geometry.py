@@ -10,7 +10,7 @@ import pytest
 from sentcl.data.records import ScoredPairs
 from sentcl.errors import ConfigError
 from sentcl.evaluation import geometry
-from sentcl.evaluation.geometry import alignment, anisotropy, evaluate_geometry, uniformity
+from sentcl.evaluation.geometry import alignment, anisotropy, anisotropy_terms, evaluate_geometry, uniformity
 
 
 def _unit(v):
@@ -200,3 +200,26 @@ def test_rank_correlations_are_spearman_across_models():
     assert geometry.rank_correlations(ordered, "score", ("alignment",))[0]["rho"] == pytest.approx(-1.0)
     with pytest.raises(ConfigError, match="at least 3 models"):
         geometry.rank_correlations(ordered[:2], "score")
+
+
+def test_anisotropy_terms_average_to_the_exact_value_and_resample_with_its_variance():
+    """The terms' mean is the exact anisotropy; the variance of a resampled mean of them matches the spread of the
+    exact anisotropy over fresh samples of sentences (Hoeffding's projection), where the rows' own mean cosines
+    (the terms without the factor 2) would give a quarter of it."""
+    rng = np.random.default_rng(5)
+    direction = np.ones(6) / math.sqrt(6)
+
+    def sample(n):
+        return rng.normal(size=(n, 6)) + 0.8 * direction * rng.gamma(2.0, 1.0, size=(n, 1))
+
+    x = sample(30)
+    assert anisotropy_terms(x).mean() == pytest.approx(anisotropy(x, n_pairs=None), abs=1e-12)
+    n = 200
+    spread = np.var([anisotropy(sample(n), n_pairs=None) for _ in range(300)])
+    drawn = sample(n)
+    terms = anisotropy_terms(drawn)
+    own = (terms + terms.mean()) / 2  # a_i: each row's mean cosine to the others
+    assert 0.6 < (terms.var() / n) / spread < 1.6
+    assert (own.var() / n) / spread < 0.5  # the plain row means: too narrow an interval
+    with pytest.raises(ConfigError):
+        anisotropy_terms(x[:1])

@@ -14,6 +14,11 @@ from sentcl.evaluation.information import infonce_ceiling, infonce_mutual_inform
 
 def reference(a, b, k, tau):
     """ln K − mean over groups and rows of −log softmax, with loops."""
+    return sum(reference_terms(a, b, k, tau)) / (len(a) // k * k)
+
+
+def reference_terms(a, b, k, tau):
+    """Each row's ln K + log softmax of its own pair, groups in order, with loops."""
     values = []
     for g in range(len(a) // k):
         A, B = a[g * k:(g + 1) * k], b[g * k:(g + 1) * k]
@@ -22,8 +27,8 @@ def reference(a, b, k, tau):
         for i in range(k):
             logits = [float(A[i] @ B[j]) / tau for j in range(k)]
             m = max(logits)
-            values.append(-(logits[i] - m - math.log(sum(math.exp(x - m) for x in logits))))
-    return math.log(k) - sum(values) / len(values)
+            values.append(math.log(k) + logits[i] - m - math.log(sum(math.exp(x - m) for x in logits)))
+    return values
 
 
 def test_matches_loop_reference_and_counts_rows():
@@ -37,6 +42,21 @@ def test_matches_loop_reference_and_counts_rows():
     order = np.random.default_rng(3).permutation(70)  # shuffled: the same pairs, regrouped
     shuffled = infonce_mutual_information(a, b, candidates=16, temperature=0.1, seed=3)
     assert shuffled.value == pytest.approx(reference(a[order], b[order], 16, 0.1), abs=1e-4)
+
+
+def test_terms_are_each_pairs_term_in_grouped_order_and_average_to_the_estimate():
+    """The per-pair terms a claim resamples: the loop's, in the order the pairs were grouped, the same order for two
+    models given the same pairs and seed; a wrong sign or a missing ln K would not average to the estimate."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(50, 8))
+    b = a + 0.7 * rng.normal(size=(50, 8))
+    got = infonce_mutual_information(a, b, candidates=16, temperature=0.1, seed=None)
+    assert got.terms.shape == (48,)
+    assert got.terms == pytest.approx(np.array(reference_terms(a, b, 16, 0.1)), abs=1e-4)
+    assert got.terms.mean() == pytest.approx(got.value, abs=1e-12)
+    order = np.random.default_rng(3).permutation(50)
+    shuffled = infonce_mutual_information(a, b, candidates=16, temperature=0.1, seed=3)
+    assert shuffled.terms == pytest.approx(np.array(reference_terms(a[order], b[order], 16, 0.1)), abs=1e-4)
 
 
 def test_pairs_are_shuffled_before_grouping_so_runs_of_similar_rows_do_not_share_a_group():

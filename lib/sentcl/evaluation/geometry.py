@@ -15,6 +15,9 @@ compared across models. A zero vector stays zero.
 - ``anisotropy(x)`` = mean cosine similarity of randomly paired *distinct* sentences
   (Ethayarajh 2019's baseline, at sentence level): near 0 for an isotropic space, near 1
   when every embedding points the same way.
+- ``anisotropy_terms(x)`` = one term per row whose mean is the exact anisotropy over every pair of
+  distinct rows, and whose resampled mean has that U-statistic's variance: the unit a claim about
+  anisotropy resamples (RCL §3.4).
 - ``top_variance_share(x, k)`` = the share of the total variance of the L2-normalised rows
   that lies in the ``k`` dimensions with the largest variance (``k/d`` for an isotropic
   space, near 1 when a few "rogue dimensions" dominate; Timkey and van Schijndel 2021).
@@ -99,6 +102,26 @@ def anisotropy(x: np.ndarray, n_pairs: int | None = 10_000, seed: int = 0) -> fl
     i = rng.integers(0, n, size=n_pairs)
     j = (i + rng.integers(1, n, size=n_pairs)) % n  # uniform over the other n - 1 rows
     return float(np.mean(np.einsum("ij,ij->i", x[i], x[j])))
+
+
+def anisotropy_terms(x: np.ndarray) -> np.ndarray:
+    r"""Per-row terms of the exact anisotropy, for resampling the rows (sentences).
+
+    The exact anisotropy over the ordered pairs of distinct unit rows is the U-statistic
+    :math:`U = \frac{1}{n(n-1)}\sum_{i \ne j} \cos(x_i, x_j)` (:func:`anisotropy` with ``n_pairs=None``).
+    Row i's mean cosine to the others, :math:`a_i = \frac{1}{n-1}\sum_{j \ne i} \cos(x_i, x_j)`, averages
+    to U, but a mean of resampled :math:`a_i` has a quarter of U's variance: each pair enters two rows'
+    terms. Hoeffding's projection, :math:`U - \theta \approx \frac{2}{n}\sum_i (h_1(x_i) - \theta)`, gives the
+    terms :math:`t_i = 2a_i - U`: their mean is U, and the mean of a resample of them has U's variance to
+    first order. Returns ``(n,)`` float64.
+    """
+    x = l2_normalise(as_matrix(x, "x")).astype(np.float64)
+    n = len(x)
+    if n < 2:
+        raise ConfigError("anisotropy needs at least two embeddings")
+    own = np.einsum("ij,ij->i", x, x)  # 1 for a unit row, 0 for a zero row
+    a = (x @ x.sum(axis=0) - own) / (n - 1)
+    return 2.0 * a - a.mean()
 
 
 def dimension_profile(x: np.ndarray, top: int | None = 20) -> np.ndarray:

@@ -18,12 +18,17 @@ different K are not comparable, and a value near ln K says "at least ln K", no m
 :data:`CEILING_MARGIN` of its ceiling (:attr:`MutualInformation.at_ceiling`) measures K, not the
 encoder: comparisons resting on it are not tested. The pairs are shuffled (seeded) before they are
 grouped, so that a group is not a run of neighbouring, similar rows of the file.
+
+The estimate is the mean of one term per pair, :math:`\ln K + \log \frac{e^{f(a_i, b_i)}}{\sum_j e^{f(a_i, b_j)}}`
+(:attr:`MutualInformation.terms`): a claim between two models resamples the
+pairs (:class:`sentcl.evaluation.items.ItemTerms`). A pair's term also depends on the other candidates of
+its group; the resampling treats the terms as independent (an approximation, stated where it is used).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -47,6 +52,9 @@ class MutualInformation:
     groups: int
     rows_used: int
     rows_given: int
+    terms: np.ndarray = field(repr=False, compare=False)
+    """The term of each pair used, in the order they were grouped (the same for every model given the same pairs
+    and seed: two models' terms pair up); their mean is :attr:`value`."""
 
     @property
     def headroom(self) -> float:
@@ -86,10 +94,11 @@ def infonce_mutual_information(
     tb = F.normalize(torch.from_numpy(b[:used]).view(groups, candidates, -1), dim=-1)
     logits = ta @ tb.transpose(1, 2) / temperature  # (groups, K, K)
     target = torch.arange(candidates).repeat(groups)
-    loss = F.cross_entropy(logits.reshape(used, candidates), target)
+    losses = F.cross_entropy(logits.reshape(used, candidates), target, reduction="none").double().numpy()
+    terms = math.log(candidates) - losses
     return MutualInformation(
-        value=math.log(candidates) - float(loss), ceiling=math.log(candidates), candidates=candidates,
-        groups=groups, rows_used=used, rows_given=len(a),
+        value=float(terms.mean()), ceiling=math.log(candidates), candidates=candidates,
+        groups=groups, rows_used=used, rows_given=len(a), terms=terms,
     )
 
 

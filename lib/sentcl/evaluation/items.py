@@ -10,7 +10,10 @@ the test items, so that a difference between two models can be bootstrapped over
   included, at 0);
 - pair classification (:class:`PairPredictions`): each pair's cosine and whether it is positive;
   F1, precision and recall at the best-F1 threshold, and accuracy at the best-accuracy threshold,
-  both chosen again on the items, as on the evaluated set.
+  both chosen again on the items, as on the evaluated set;
+- a measure of the embeddings that is a mean of per-item terms (:class:`ItemTerms`): anisotropy
+  (each sentence's term, :func:`sentcl.evaluation.geometry.anisotropy_terms`) and the InfoNCE bound
+  on mutual information (each pair's term, :func:`sentcl.evaluation.information.infonce_mutual_information`).
 
 Items keep the test items in a fixed order (the record's pairs; the record's queries, or its
 candidate lists'), the same for every model scored on the same record, so that two models'
@@ -67,7 +70,7 @@ class Items:
     recomputed on any resample of the items."""
 
     kind: ClassVar[str]
-    """``"pairs"`` (STS), ``"queries"`` (retrieval) or ``"classification"``."""
+    """``"pairs"`` (STS), ``"queries"`` (retrieval), ``"classification"`` or ``"terms"`` (a measure's terms)."""
 
     def __len__(self) -> int:
         raise NotImplementedError
@@ -276,7 +279,17 @@ class PairPredictions(Items):
         return cls(np.asarray(arrays["similarities"]), np.asarray(arrays["labels"]))
 
 
-_ITEMS = {cls.kind: cls for cls in (PairSimilarities, QueryMetrics, PairPredictions)}
+@dataclass(frozen=True, eq=False)
+class ItemTerms(QueryMetrics):
+    """A measure of a model's embeddings that is the mean of one term per item (``{measure: (n,) array}``),
+    not a task of the papers' tables: RCL's anisotropy (a term per sentence), IFCL's Table 4 mutual
+    information (a term per pair). Resampled as query metrics are: the mean over the drawn items."""
+
+    kind: ClassVar[str] = "terms"
+    _PREFIX: ClassVar[str] = "term_"
+
+
+_ITEMS = {cls.kind: cls for cls in (PairSimilarities, QueryMetrics, PairPredictions, ItemTerms)}
 
 
 def items_from_arrays(arrays: Mapping[str, np.ndarray]) -> Items:
@@ -289,4 +302,4 @@ def items_from_arrays(arrays: Mapping[str, np.ndarray]) -> Items:
 
 
 
-__all__ = ["Items", "PairPredictions", "PairSimilarities", "QueryMetrics", "items_from_arrays"]
+__all__ = ["ItemTerms", "Items", "PairPredictions", "PairSimilarities", "QueryMetrics", "items_from_arrays"]

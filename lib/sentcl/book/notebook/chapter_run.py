@@ -38,6 +38,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from ...errors import ConfigError
+from ...evaluation.items import ItemTerms
 from ...evaluation.significance import ESTIMAND
 from ...io import atomic_write_json, claim, read_json
 from ...precision import uses
@@ -213,14 +214,7 @@ class ChapterRun:
         runs = [{c: (_average(scores) if key == AVERAGE else scores[key].values[label]) for c, (key, label) in columns.items()}
                 for scores in per_seed.values()]
         values, std = seed_mean_std(runs)
-        if trained is not False and not isinstance(trained, Mapping):
-            raise ConfigError(f"{self.chapter} {row}: trained is seed -> training result(s), or False for a row "
-                              f"that trains nothing; got {type(trained).__name__}")
-        health = {seed: [r.health for r in (done if isinstance(done, (list, tuple)) else [done])]
-                  for seed, done in (trained or {}).items()}
-        missing = set(health) - set(per_seed)
-        if missing:
-            raise ConfigError(f"{self.chapter} {row}: training results for seeds {sorted(missing)} that were not scored")
+        health = self._health(row, trained, per_seed)
         tables = list(tables) if tables is not None else self.paper_tables(row)
         save_row_evidence(self.out_dir, self.chapter, row, per_seed, columns, tables=tables, health=health,
                           trained=trained is not False, run_id=self.run_id,
@@ -228,6 +222,60 @@ class ChapterRun:
                           populations={k: self._populations.get(task(k).name) for k in keys})
         return self.record(row, values, seeds=list(per_seed), std=std, tables=tables, family=family,
                            trained_on=trained_on, note=note)
+
+    def record_measures(
+        self,
+        row: str,
+        per_seed: Mapping[int, Mapping[str, ItemTerms]],
+        *,
+        trained: Mapping[int, Any] | Literal[False],
+        tables: Sequence[str],
+        fingerprints: Mapping[str, str],
+        populations: Mapping[str, int | None] | None = None,
+        family: str | None = None,
+        data: str | None = None,
+        note: str = "",
+    ) -> list[Path]:
+        """Record a row of measures of its embeddings that are means of per-item terms (RCL's anisotropy, IFCL's
+        mutual information), with their evidence, as :meth:`record_scores` records task scores: each measure a column
+        of ``tables`` (the mean over seeds and their standard deviation), each seed's terms kept so that a claim
+        between two rows resamples the items.
+
+        Args:
+            per_seed: seed -> measure name (the column) -> its :class:`~sentcl.evaluation.items.ItemTerms`, whose
+                own key is that name.
+            fingerprints: measure -> what identifies its items (two rows are compared on a measure only when they
+                agree); ``populations``: measure -> how many items they were drawn from (None: unknown).
+            trained, family, note: as :meth:`record_scores`; ``data``: what the measures were computed on
+                (default :meth:`describe_evaluation`'s text).
+        """
+        from ...evaluation.significance import seed_mean_std
+
+        if not per_seed:
+            raise ConfigError(f"{self.chapter} {row}: no seeds measured")
+        keys = list(next(iter(per_seed.values())))
+        for seed, measured in per_seed.items():
+            if list(measured) != keys or not all(isinstance(v, ItemTerms) and v.keys == (k,) for k, v in measured.items()):
+                raise ConfigError(f"{self.chapter} {row}: seed {seed} must give the measures {keys}, each as the "
+                                  "ItemTerms of that one measure")
+        values, std = seed_mean_std([{k: float(v.metric(k)) for k, v in measured.items()} for measured in per_seed.values()])
+        save_row_evidence(self.out_dir, self.chapter, row, per_seed, {k: (k, k) for k in keys}, tables=tables,
+                          health=self._health(row, trained, per_seed), trained=trained is not False, run_id=self.run_id,
+                          fingerprints=fingerprints, populations=populations)
+        return self.record(row, values, seeds=list(per_seed), std=std, tables=tables, family=family, data=data, note=note)
+
+    def _health(self, row: str, trained: Mapping[int, Any] | Literal[False], scored: Mapping[int, Any]) -> dict:
+        """seed -> the health records of every run the seed rests on (``trained``: seed -> its training result(s),
+        False for a row that trains nothing)."""
+        if trained is not False and not isinstance(trained, Mapping):
+            raise ConfigError(f"{self.chapter} {row}: trained is seed -> training result(s), or False for a row "
+                              f"that trains nothing; got {type(trained).__name__}")
+        health = {seed: [r.health for r in (done if isinstance(done, (list, tuple)) else [done])]
+                  for seed, done in (trained or {}).items()}
+        missing = set(health) - set(scored)
+        if missing:
+            raise ConfigError(f"{self.chapter} {row}: training results for seeds {sorted(missing)} that were not scored")
+        return health
 
     def not_run(self, row: str, reason: str, tables: Sequence[str] | None = None,
                 columns: Sequence[str] | None = None) -> None:
@@ -391,18 +439,20 @@ class ChapterRun:
         family: str | None = None,
         trained_on: str | None = None,
         note: str = "",
+        data: str | None = None,
     ) -> list[Path]:
         """Record one row of results under every paper table that lists ``row`` (or under ``tables``:
         a row of our own names its tables). Its note says what the profile changed: which encoder
         stands in for the paper's (``family``), which training subset it was trained on
-        (``trained_on``), then ``note``; its data text is :meth:`describe_evaluation`'s."""
+        (``trained_on``), then ``note``; its data text is ``data``, default :meth:`describe_evaluation`'s."""
         tables = list(tables) if tables is not None else self.paper_tables(row)
         if not tables:
             raise ConfigError(f"{self.chapter}: the paper has no row {row!r}; name the tables of a row of our own")
         notes = [self.stand_in(family) if family is not None else "", f"trained on {trained_on}" if trained_on else "", note]
         text = "; ".join(part for part in notes if part)
         return [
-            self.add_result(table, row, values, seeds=seeds, std=std, data=self._data_text(), note=text) for table in tables
+            self.add_result(table, row, values, seeds=seeds, std=std, data=data or self._data_text(), note=text)
+            for table in tables
         ]
 
     def add_result(

@@ -13,6 +13,11 @@ the results file this writes, under ``<out>/evidence/<chapter>/<row key>/``:
 ``seed-<k>/<task key>.npz``
     the per-item outputs of that seed's model on that task (:class:`sentcl.evaluation.items.Items`).
 
+A row may instead rest on a *measure* of its embeddings that is a mean of per-item terms (RCL's anisotropy,
+IFCL's mutual information: :class:`sentcl.evaluation.items.ItemTerms`), recorded with
+:meth:`~sentcl.book.notebook.chapter_run.ChapterRun.record_measures`: its key is the measure's name, no task of
+the task table, and its column's metric is the measure itself.
+
 A row the chapter could not run (its data are absent, the profile leaves it out) is recorded with
 :func:`record_not_run` and a reason, for the whole row or for some of its columns (a row gathering
 several tasks, BSC's Table 2 "BSC" with CQA-A and CQA-B, may miss one of them): a claim about it then
@@ -103,7 +108,7 @@ class RowEvidence:
         if column not in self.columns:
             raise ConfigError(f"{self.row} has no column {column!r}; it has {list(self.columns)}")
         key, _label = self.columns[column]
-        return [k for k in self.tasks if task(k).name in STS_AVERAGE] if key == AVERAGE else [key]
+        return [k for k in self.tasks if not self.tasks[k].get("measure") and task(k).name in STS_AVERAGE] if key == AVERAGE else [key]
 
     def seeds(self, column: str) -> list[int]:
         """The seeds a column was scored with (the same for every task of an ``Average``)."""
@@ -187,6 +192,8 @@ class RowEvidence:
 
     def _value(self, seed: int, key: str, column: str, rows: np.ndarray | None):
         label = "Spearman" if self.columns[column][0] == AVERAGE else self.columns[column][1]
+        if self.tasks[key].get("measure"):
+            return self.items(seed, key).metric(label, rows)
         metric = next((m for m in task(key).metrics if m.label == label), None)
         if metric is None:
             raise ConfigError(f"{key} has no metric {label!r}; it has {[m.label for m in task(key).metrics]}")
@@ -208,7 +215,8 @@ def save_row_evidence(
     populations: Mapping[str, int | None] | None = None,
 ) -> Path:
     """Write a row's evidence (module doc): ``per_seed`` seed -> task key -> its
-    :class:`~sentcl.evaluation.scoring.TaskScores`; ``columns`` column -> (task key, metric label);
+    :class:`~sentcl.evaluation.scoring.TaskScores`, or measure name -> its :class:`~sentcl.evaluation.items.ItemTerms`
+    (a measure: its column's metric is the measure's own key); ``columns`` column -> (task key, metric label);
     ``fingerprints`` task key -> what identifies its test items; ``populations`` task key -> the size of the
     test set they were drawn from (None or absent: unknown); ``health`` seed -> the health records of
     the models the seed rests on; ``trained``: whether the row's seeds are trained models (said, never
@@ -225,16 +233,17 @@ def save_row_evidence(
     meta["trained"] = bool(trained)
     for seed, scores in per_seed.items():
         for key, scored in scores.items():
-            n = len(scored.items)
+            items = scored if isinstance(scored, Items) else scored.items
+            n = len(items)
             known = meta["tasks"].setdefault(key, {"n": n, "population": (populations or {}).get(key),
                                                    "fingerprint": fingerprints.get(key) or f"unknown, {n} items",
-                                                   "seeds": [], "health": {}})
+                                                   "seeds": [], "health": {}, "measure": isinstance(scored, Items)})
             if known["n"] != n:
                 raise ConfigError(f"{row}: seed {seed} scored {key} on {n} items, another seed on {known['n']}")
             known["seeds"] = sorted({*known["seeds"], int(seed)})
             known["health"][str(seed)] = list(health.get(seed, []))
             with atomic_path(folder / f"seed-{seed}" / f"{_file_key(key)}.npz") as tmp, open(tmp, "wb") as fh:
-                np.savez(fh, **scored.items.arrays())
+                np.savez(fh, **items.arrays())
     meta["columns"] |= {c: list(v) for c, v in columns.items()}
     return atomic_write_json(folder / ROW_FILE, meta).parent
 
