@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from _demo_runs import demo_run, trained_models, write_result
+from _demo_runs import demo_run, write_result
 from rate_rule import rate_parameter
 
 HERE = Path(__file__).resolve().parent
@@ -83,6 +83,21 @@ def primary_claims(out: Path, chapter: str) -> list[dict[str, Any]]:
     return [{k: (None if v != v else v) for k, v in row.items()} for row in rows[list(PRIMARY_FIELDS)].to_dict("records")]
 
 
+def evidence_health(out: Path, chapter: str) -> dict[str, dict[str, Any]]:
+    """Name -> the health record of every trained model the run's rows rest on, read from their evidence (a model
+    loaded from the artifact cache leaves no training record of this run, but its rows keep its health). A model
+    two rows name differently (RCL's Eq. 1 run is its attention-dropout row) is one: records equal but for the name
+    are counted once, under the first name."""
+    from sentcl.book.output.evidence import load_evidence
+
+    found: dict[str, dict[str, Any]] = {}
+    for ev in load_evidence(out, chapter).values():
+        for meta in ev.tasks.values():
+            for h in (h for records in meta["health"].values() for h in records if h and h.get("name")):
+                found.setdefault(json.dumps({k: v for k, v in h.items() if k != "name"}, sort_keys=True), h)
+    return {h["name"]: h for h in found.values()}
+
+
 def half_provenance(half: Path) -> dict[str, Any]:
     """The half-way checkpoint's step and held-out MLM loss, from the pretraining record beside it."""
     record = json.loads((half.parent / "record.json").read_text(encoding="utf-8"))
@@ -114,7 +129,7 @@ def main() -> None:
             out = args.work / setting.replace(" ", "_").replace("/", "-") / chapter
             given = {k: v if isinstance(v, str) else json.dumps(v) for k, v in changed.items()}  # -p reads a str as is
             wall, load = demo_run(chapter, out, given, args.data_dir, reuse=args.reuse)
-            health = [r.health for r in trained_models(out, chapter).values()]
+            health = list(evidence_health(out, chapter).values())
             runs.append({"setting": setting, "chapter": chapter, "demo_profile": demo, "changed": swapped_back(changed, half),
                          "command_wall_s": round(wall, 1), "trained": len(health),
                          "learned": sum(bool(h.get("learned")) for h in health), "primary": primary_claims(out, chapter)})

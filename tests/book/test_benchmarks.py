@@ -261,3 +261,31 @@ def test_the_sensitivity_record_was_made_on_the_shipped_demo_profiles():
     assert record is not None and record["runs"]
     for run in record["runs"]:
         assert run["demo_profile"] == shipped_parameters(run["chapter"], "demo"), (run["setting"], run["chapter"])
+
+
+def test_the_sensitivity_benchmark_counts_the_models_from_the_rows_evidence(tmp_path, monkeypatch, fake):
+    """A rerun that loads its models from the artifact cache writes no training record: the models and whether they
+    learned are read from the rows' evidence, each model once however many rows rest on it or name it."""
+    from sentcl.book.notebook.chapter_run import ChapterRun
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import sensitivity
+
+    def model(name, cosine, learned=True):
+        done = fake.done(True, name, learned=learned)
+        done.health["start_cosine"] = cosine  # what tells two models apart
+        return done
+
+    run = ChapterRun("mnrl_sbert", profile="demo", data_dir=tmp_path, out_dir=tmp_path / "out")
+    models = {("MNRLSBERT", s): model(f"MNRLSBERT seed {s}", 0.9 + s / 100) for s in range(2)}
+    models |= {("SBERT", s): model(f"SBERT seed {s}", 0.8 + s / 100, learned=False) for s in range(2)}
+    for row in ("MNRLSBERT", "SBERT"):
+        for table in ("Table 1", "Table 2"):  # one model behind two rows
+            run.record_scores(row, {s: fake.scored(0.1, s) for s in range(2)}, columns={"STSb": ("STSb", "Spearman")},
+                              trained={s: models[row, s] for s in range(2)}, tables=[table])
+    renamed = model("Attention dropout seed 0", 0.9)  # MNRLSBERT seed 0's run under another row's name
+    run.record_scores("Attention dropout", {0: fake.scored(0.1, 0)}, columns={"STSb": ("STSb", "Spearman")},
+                      trained={0: renamed}, tables=["Table 1"])
+    health = sensitivity.evidence_health(tmp_path / "out", "mnrl_sbert")
+    assert len(health) == 4 and {h["start_cosine"] for h in health.values()} == {0.9, 0.91, 0.8, 0.81}
+    assert [h["learned"] for h in health.values()].count(True) == 2

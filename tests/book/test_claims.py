@@ -402,6 +402,9 @@ def test_a_measure_of_the_embeddings_is_tested_on_its_resampled_terms(run, fake)
         return per_seed
 
     measured = {row: measure(row, shift) for row, shift in (("Eq. 1", 0.05), ("RCL", 0.0), ("close", 0.002))}
+    for row, noise in (("Eq. 1", 0.3), ("RCL", 0.05)):  # the same rows' STS scores, recorded apart
+        run.record_scores(row, {s: fake.scored(noise, s) for s in range(3)}, columns={"STSb": ("STSb", "Spearman")},
+                          trained={s: fake.done(True, f"{row} seed {s}") for s in range(3)}, tables=["Table 1"])
     measure("failed", 0.0, learned=False)
     measure("elsewhere", 0.0, fingerprint="other sentences")
     cells = run.results().set_index(["table", "row", "column"])["value"]
@@ -409,7 +412,10 @@ def test_a_measure_of_the_embeddings_is_tested_on_its_resampled_terms(run, fake)
         np.mean([m["mean cosine"].values["mean cosine"].mean() for m in measured["Eq. 1"].values()]))
     own = [Claim("Anisotropy (ours)", "mean cosine", left, "RCL", source="ours", paired_seeds=True)
            for left in ("Eq. 1", "close", "failed", "elsewhere")]
-    frame = run.write_claims(own=own).set_index("left")
+    sts = Claim("our claims", "STSb", "RCL", "Eq. 1", source="ours", paired_seeds=True)  # each side has two rows: the STSb one
+    frame = run.write_claims(own=[*own, sts])
+    assert frame.iloc[-1]["verdict"] == REPRODUCED
+    frame = frame.iloc[:-1].set_index("left")
     assert frame.loc["Eq. 1", "verdict"] == REPRODUCED and frame.loc["Eq. 1", "delta"] == pytest.approx(0.05, abs=0.01)
     assert frame.loc["Eq. 1", "item_se"] > 0
     assert frame.loc["close", "verdict"] == UNDETERMINED

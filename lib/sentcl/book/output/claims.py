@@ -338,7 +338,7 @@ def mark_headlines(frame: pd.DataFrame, headlines: Mapping[str, tuple[str, str]]
 def _find(evidence: Evidence, claim: Claim, row: str):
     """The evidence of ``row`` for ``claim``: a claim of ours may rest on the row recorded under another table
     (its own table is "our claims"); a paper's only on the row of the table it is about."""
-    return evidence.find(claim.table, row, elsewhere=claim.source == "ours")
+    return evidence.find(claim.table, row, elsewhere=claim.source == "ours", column=claim.column)
 
 
 def _not_testable(claim: Claim, evidence: Evidence) -> tuple[bool, str]:

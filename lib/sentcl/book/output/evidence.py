@@ -64,16 +64,19 @@ def row_key(row: str, tables: Sequence[str]) -> str:
 class Evidence(dict):
     """A chapter's recorded rows: ``(table, row) -> RowEvidence`` for every table each was recorded under."""
 
-    def find(self, table: str, row: str, *, elsewhere: bool = True) -> RowEvidence | None:
+    def find(self, table: str, row: str, *, elsewhere: bool = True, column: str | None = None) -> RowEvidence | None:
         """The row of ``table``; for a table that is not one of the row's (a claim of our own), the row of
-        that name if only one was recorded (unless ``elsewhere`` is False: a paper's claim rests on its own
+        that name if only one was recorded, or only one of them has ``column`` (RCL's "RCL" has its STS scores and,
+        recorded apart, its anisotropy) (unless ``elsewhere`` is False: a paper's claim rests on its own
         table's row, never on a namesake in another table); else None."""
         if (table, row) in self:
             return self[(table, row)]
         if not elsewhere:
             return None
-        named = {id(ev): ev for (_, r), ev in self.items() if r == row}
-        return next(iter(named.values())) if len(named) == 1 else None
+        named = list({id(ev): ev for (_, r), ev in self.items() if r == row}.values())
+        if len(named) > 1 and column is not None:
+            named = [ev for ev in named if column in ev.columns or column in ev.not_run_columns]
+        return named[0] if len(named) == 1 else None
 
 
 @dataclass
