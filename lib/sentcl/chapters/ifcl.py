@@ -235,9 +235,9 @@ def record_mutual_information(run: ChapterRun, row: str, per_seed: Mapping[int, 
     """Record Table 4's ``row`` from each seed's estimates (:func:`mutual_information`; ``trained``: seed -> its run):
     each column the mean over the seeds, each seed's per-pair terms (``MutualInformation.terms``) the evidence its
     claims resample as independent pairs (a pair's term also depends on the other candidates of its group, which the
-    resampling ignores). A column's items are known by the texts its
-    pairs are made of (the twins' sentences and fraternal twins, the STS-B pairs ``task``) and K; ``population``: the
-    sentences the twins were drawn from (MI_task's pairs are every close pair); ``data``: what they were computed on."""
+    resampling ignores). A column's items are known by the texts its pairs are made of (the twins' sentences and
+    fraternal twins, the STS-B pairs ``task``) and K; ``population``: the sentences the twins were drawn from
+    (MI_task's pairs are every close pair); ``data``: what they were computed on."""
     from ..evaluation.items import ItemTerms
     from ..hashing import stable_hash, texts_hash
 
