@@ -98,3 +98,14 @@ def test_a_task_whose_data_are_absent_builds_nothing(monkeypatch):
     monkeypatch.setattr(bsc, "train_row", lambda *a, **k: pytest.fail("trained"))
     p = shipped_parameters("bsc", "smoke")
     bsc.build(SimpleNamespace(parameters=p), next(iter(bsc.plan(p))))
+
+
+def test_the_rows_a_profile_leaves_out_are_the_computable_rows_it_does_not_list():
+    """A table's rows the chapter can compute (a training variant, the zero-shot row) but the profile's rows omit: each
+    is recorded as not run; a row the paper cites from elsewhere is never one."""
+    from sentcl.chapters.bsc import rows_left_out
+
+    paper = ["MSE", "BSC", "Triplet loss", "Thakur et al. (2021)", "SimCSE (unsup.)"]
+    assert rows_left_out(paper, ["MSE", "SimCSE (unsup.)"]) == ["BSC", "Triplet loss"]
+    assert rows_left_out(paper, ()) == ["MSE", "BSC", "Triplet loss", "SimCSE (unsup.)"]
+    assert rows_left_out(paper, paper) == []

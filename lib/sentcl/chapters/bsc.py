@@ -121,6 +121,13 @@ def training_what(task: str, example_based: bool) -> str:
     return f"{task}: " + ("runs with example-based shuffling" if example_based else "other runs")
 
 
+def rows_left_out(paper_rows: Sequence[str], rows: Sequence[str]) -> list[str]:
+    """The rows of a task's table (``paper_rows``) that this chapter can compute (a training variant or the zero-shot
+    row) but a profile's ``rows`` for the task leave out: its table says "not run" beside them and its claims about
+    them are not tested, outside the family's count (known before anything trains)."""
+    return [r for r in paper_rows if (r in VARIANTS or r == ZERO_SHOT) and r not in rows]
+
+
 def trained_rows(p: Mapping[str, Any], task: str) -> list[str]:
     """The rows of ``task`` the notebook trains, in the order it trains them: its rows of the paper's tables but
     the zero-shot one, each row whose model another fine-tunes before it (trained even where it is not a row)."""
@@ -492,5 +499,5 @@ CHAPTER = Chapter(
 
 __all__ = ["CAPTIONS", "CHAPTER", "COLUMNS", "MAIN", "PAPER_MODELS", "TABLES", "TASKS_OF", "TaskData", "TaskSize", "ZERO_SHOT",
            "build", "central_claims", "check_parameters", "cqa_shuffle_frame", "data_absent", "data_needs", "encoders", "loss_settings",
-           "memory_rows", "paper_sizes", "pfcc_negatives", "plan", "row_data", "sampler_for", "task_columns", "task_data",
+           "memory_rows", "paper_sizes", "pfcc_negatives", "plan", "row_data", "rows_left_out", "sampler_for", "task_columns", "task_data",
            "train_row", "trained_rows", "trainer_for", "training_stage", "training_what"]
