@@ -9,6 +9,10 @@ The notebook's training goes through this module: a task's data (:func:`task_dat
 (:func:`trainer_for`: its loss, Eqs. 1-6 or the triplet loss, and its batches, Algorithm 1 or an ablation's) and its
 seeds' runs (:func:`train_row`). :func:`build` builds any one planned stage alone (``sentcl reproduce --executor
 ray``: one task each) through the same functions, so a task builds the very key the notebook then finds.
+
+Why this module is long: it holds the whole chapter of a paper with seven tasks (each task's data, rows, trainer,
+plan stages, costs and the central claims across five tables) in one place, until chapters become packages of
+their own (issue 44).
 """
 
 from __future__ import annotations
