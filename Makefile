@@ -21,6 +21,9 @@ EXTRAS := offline,book,test,bench,hf,cluster
 DATA_DIR ?= $(or $(SENTCL_DATA),$(wildcard ../shared/data))
 PROFILE ?= demo
 PYTEST_ARGS ?=
+# pytest-xdist workers for make test and make check: the 2 cores the budgets are measured on (0: one process).
+# A module runs on one worker (--dist loadscope), so its fixtures are built once; the smoke book once for all.
+TEST_WORKERS ?= 2
 
 .PHONY: setup book test check wheel lock browser clean help
 
@@ -62,7 +65,7 @@ browser:
 test: setup browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 	@echo "make: the precision tests again, as on a CPU without bf16 (oneDNN capped at AVX512_CORE)"
 	ONEDNN_MAX_CPU_ISA=AVX512_CORE $(BIN)/python -m pytest -m precision -q
 
@@ -70,7 +73,7 @@ test: setup browser
 check: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -m "not slow" -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -q -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # sentcl-mini, the demo's encoder, is shipped (data/model/sentcl-mini): checked against its card's sha256, never retrained here
 book: setup

@@ -3,8 +3,9 @@
 - Every test session gets its own cache root (``$SENTCL_CACHE``) so runs never read a
   stale cache, and the hub is forced offline (this machine has no hub access; a test that
   reaches for the network must fail loudly, not hang).
-- ``smoke_book``: `sentcl reproduce --profile smoke` of every chapter, run once per session;
-  each chapter's tests read its output.
+- ``smoke_book``: `sentcl reproduce --profile smoke` of every chapter, run once per `make test` (its two
+  pytest-xdist workers share the one build); each chapter's tests read its output.
+- ``one_thread``: torch on one thread for a module that trains the tiny model.
 - ``shared_data``: the real data root ``../shared/data`` (or ``$SENTCL_TEST_DATA``);
   tests that need it are skipped, with the reason shown, when it is absent.
 - ``sentcl_wheel``: sentcl's wheel, built once per session from the checkout.
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -59,6 +61,18 @@ def shared_data() -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """The tiny model is too small for intra-op threads: on a shared 2-core machine they only spin.
+    A module asks for it with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def project_root() -> Path:
     return ROOT
@@ -102,25 +116,56 @@ def smoke_cache(base: Path) -> Path:
 @pytest.fixture(scope="session")
 def smoke_book(tmp_path_factory, mathjax):
     """`sentcl reproduce --profile smoke` on a copy of the project (its real notebooks),
-    built outside the checkout. Returns (project, out, status, output)."""
-    base = tmp_path_factory.mktemp("smoke-book")
-    project = copy_project(base / "project")
-    assert (project / "notebooks" / "mnrl_sbert.ipynb").is_file(), "the MNRL-SBERT chapter's notebook is missing"
-    out = base / "out"
-    env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"}
-    env["SENTCL_CACHE"] = str(smoke_cache(base))  # its own: the artifacts it built are the smoke notebooks' alone
-    proc = subprocess.run(
-        [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--out", str(out), "--book-dir", str(out)],
-        capture_output=True, text=True, timeout=1500, cwd=project, env=env,
-    )
-    return project, out, proc.returncode, proc.stdout + proc.stderr
+    built outside the checkout, once per `make test`: under pytest-xdist the first worker that needs it builds it
+    (the others wait on a file lock) and every worker reads the one build. Returns (project, out, status, output)."""
+    from filelock import FileLock
 
-
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the folder above each worker's own: one for the whole run
+    base = shared / "smoke-book"
+    project, out, done = base / "project", base / "out", base / "status.json"
+    with FileLock(str(shared / "smoke-book.lock")):
+        if not done.is_file():
+            shutil.rmtree(base, ignore_errors=True)
+            copy_project(project)
+            assert (project / "notebooks" / "mnrl_sbert.ipynb").is_file(), "the MNRL-SBERT chapter's notebook is missing"
+            env = {k: v for k, v in os.environ.items() if k != "SENTCL_DATA"}
+            env["SENTCL_CACHE"] = str(smoke_cache(base))  # its own: the artifacts it built are the smoke notebooks' alone
+            proc = subprocess.run(
+                [sys.executable, "-m", "sentcl", "reproduce", "--profile", "smoke", "--out", str(out), "--book-dir",
+                 str(out)], capture_output=True, text=True, timeout=1500, cwd=project, env=env,
+            )
+            done.write_text(json.dumps({"status": proc.returncode, "output": proc.stdout + proc.stderr}))
+    built = json.loads(done.read_text())
+    return project, out, built["status"], built["output"]
 
 
 def pytest_collection_modifyitems(config, items):
     """A test that reads the smoke book (every chapter run on the tiny model, minutes) is slow: `make check`
-    leaves it, with the other slow tests, to `make test`."""
+    leaves it, with the other slow tests, to `make test`.
+
+    Then the modules are put in the order that keeps `make test`'s two pytest-xdist workers (``--dist loadscope``:
+    a module runs on one worker) both busy: one module that reads the smoke book first (its worker builds the
+    book), then the slow modules that do not read it (the other worker), then the other smoke-book readers, then the
+    quick modules; each module keeps its tests' order, and the modules within a rank theirs."""
     for item in items:
         if "smoke_book" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    smoke: dict[str, bool] = {}
+    slow: dict[str, bool] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        smoke[module] = smoke.get(module, False) or "smoke_book" in getattr(item, "fixturenames", ())
+        slow[module] = slow.get(module, False) or item.get_closest_marker("slow") is not None
+    first_smoke = next((m for m in smoke if smoke[m]), None)
+
+    def rank(module: str) -> int:
+        if module == first_smoke:
+            return 0
+        if slow[module] and not smoke[module]:
+            return 1
+        return 2 if smoke[module] else 3
+
+    order = {m: i for i, m in enumerate(smoke)}
+    items.sort(key=lambda item: (rank(item.nodeid.split("::")[0]), order[item.nodeid.split("::")[0]]))

@@ -2,12 +2,13 @@
 book's generic modules and the chapters, with imports running one way. Read from the source (every
 ``import`` statement, also the ones inside functions), so a lazy import cannot slip past.
 
-The chapters (``sentcl.chapters``: one module per chapter and the registry) stand on the book's generic
-modules and the science and may import both; the science imports neither. The book's generic modules
-take a chapter object and never import a chapter: the one door from them to the registry is
-``sentcl.book.chapter_spec`` (:func:`~sentcl.book.chapter_spec.resolve` a chapter's name,
-:func:`~sentcl.book.chapter_spec.all_chapters` for the runner and the page builders), which imports it
-when called."""
+The chapters (``sentcl.chapters``: one package per chapter and the registry that finds them) stand on the
+science and on the book's lower floors (``ground``, ``output``, ``estimates``: the chapter object, the output
+folder, what a plan costs and needs), which take a chapter object and never import a chapter, not even when called.
+A chapter's name becomes its object only on the floors above the chapters (``pages``, ``notebook``, ``build``: the
+page builders, :class:`~sentcl.book.notebook.chapter_run.ChapterRun`, the runner and its executor), which a chapter
+never imports at run time. So the import graph of ``sentcl.book`` and ``sentcl.chapters`` has no circle: a test
+says so."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ INFRASTRUCTURE = {"__init__", "__main__", "errors", "paths", "io", "hashing", "a
 SCIENCE = {"data", "models", "embeddings", "losses", "training", "evaluation", "whitening", "pretraining"}
 BOOK = {"book"}
 CHAPTERS = {"chapters"}
-REGISTRY_DOOR = "sentcl.book.chapter_spec"
+BELOW_THE_CHAPTERS = ("ground", "output", "estimates")
+"""The book's floors the chapters stand on: they never import a chapter (the others are above the chapters)."""
 LONG_MODULE_LINES = 500
 LONG_MODULE_REASON = "Why this module is long:"
 
@@ -113,11 +115,64 @@ def test_science_never_imports_the_book(module):
     assert not {m for m in IMPORTS[module] if room(m) in BOOK | CHAPTERS}, f"{module} imports the book or a chapter"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in BOOK and m != REGISTRY_DOOR))
-def test_the_books_generic_modules_never_import_a_chapter(module):
-    """A generic module takes a chapter object; a name goes through the one door (REGISTRY_DOOR)."""
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if floor(m) in BELOW_THE_CHAPTERS))
+def test_the_floors_below_the_chapters_never_import_a_chapter(module):
+    """A generic module takes a chapter object; a chapter's name becomes its object above the chapters."""
     chapters = sorted(m for m in IMPORTS[module] if room(m) in CHAPTERS)
-    assert not chapters, f"{module} imports {chapters}: take a Chapter, or resolve a name with {REGISTRY_DOOR}.resolve"
+    assert not chapters, f"{module} imports {chapters}: take a Chapter (names are resolved by the entry points)"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in CHAPTERS))
+def test_a_chapter_never_imports_the_floors_above_it_at_run_time(module):
+    above = sorted(m for m in RUN_TIME_IMPORTS[module] if floor(m) is not None and floor(m) not in BELOW_THE_CHAPTERS)
+    assert not above, f"{module} imports {above}: the runner, ChapterRun and the page builders stand above the chapters"
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph`` (module -> the modules it imports): every strongly connected set of more
+    than one module (Tarjan's algorithm, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, targets = work[-1]
+            step = next((t for t in targets if t in graph), None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    work.append((step, iter(sorted(graph[step]))))
+                elif step in stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = stack[stack.index(node):]
+                del stack[stack.index(node):]
+                if len(members) > 1:
+                    found.append(sorted(members))
+    return found
+
+
+def test_the_book_and_the_chapters_import_in_no_circle():
+    """Run-time imports, lazy ones included (an annotation under ``if TYPE_CHECKING:`` is never run)."""
+    ours = {m for m in MODULES if room(m) in BOOK | CHAPTERS}
+    graph = {m: {i for i in RUN_TIME_IMPORTS[m] if i in ours and i != m} for m in ours}
+    assert circles(graph) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert circles(graph) == [["a", "b", "c"]]
 
 
 def test_every_floor_of_the_book_has_its_modules():
@@ -140,10 +195,6 @@ def test_the_floor_check_sees_an_import_upwards_and_lets_annotations_pass(tmp_pa
     found = imports_of("sentcl.book.output.fake", path, at_run_time=True)
     assert "sentcl.book.build.runner" in found and "sentcl.book.notebook.chapter_run" not in found
     assert "sentcl.book.notebook.chapter_run" in imports_of("sentcl.book.output.fake", path)
-
-
-def test_the_one_door_to_the_registry_is_the_chapter_spec():
-    assert {m for m in IMPORTS[REGISTRY_DOOR] if room(m) in CHAPTERS} == {"sentcl.chapters"}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if room(m) in INFRASTRUCTURE - {"cli", "__main__"}))

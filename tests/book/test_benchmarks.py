@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sentcl.book.estimates import benchmarks
-from sentcl.chapters import CHAPTERS
+from sentcl.chapters import CHAPTERS, chapter
 from sentcl.errors import DataFormatError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,9 +98,9 @@ def recorded(tmp_path, monkeypatch):
 
 def test_the_rate_rule_table_shows_each_rate_its_models_health_and_dev_and_both_rules_choices(recorded):
     rule = benchmarks.rate_rule("mnrl_sbert")
-    assert benchmarks.rate_rule_section("mnrl_sbert") == ""  # not recorded: no section
+    assert benchmarks.rate_rule_section(chapter("mnrl_sbert")) == ""  # not recorded: no section
     recorded(rule.record, RATES)
-    table, caption = benchmarks.measurement_frame("mnrl_sbert", rule)
+    table, caption = benchmarks.measurement_frame(chapter("mnrl_sbert"), rule)
     assert list(table.index) == ["0.0001", "0.0003", "0.001"]
     assert table.loc["0.0001", "SBERT learned (loss)"] == "no (1.130 → 1.070)"
     assert table.loc["0.0003", "MNRLSBERT learned (loss)"] == "yes (2.060 → 1.340)"
@@ -113,30 +113,30 @@ def test_the_rate_rule_table_shows_each_rate_its_models_health_and_dev_and_both_
     assert "`benchmarks/rate_rule.py --chapter mnrl_sbert`" in caption and "its rule: THE RULE." in caption
     assert "sentcl-mini scores 50.00 on STS-B dev" in caption
     assert "(THE FIRST RULE) chose 0.001: it had no check" in caption and "so it is not blind to those" in caption
-    page = benchmarks.rate_rule_section("mnrl_sbert")
+    page = benchmarks.rate_rule_section(chapter("mnrl_sbert"))
     assert "no (1.130 → 1.070)" in page and page.count("\n|") >= 3
-    shown, turned = benchmarks.measurement("mnrl_sbert", rule)  # the notebook's cell: caption, then the table turned
+    shown, turned = benchmarks.measurement(chapter("mnrl_sbert"), rule)  # the notebook's cell: caption, then the table turned
     assert shown == caption and list(turned.columns) == list(table.index)
     recorded(rule.record, {**RATES, "first_rule": {"rule": "THE FIRST RULE", "chosen": 3e-4}})
-    assert benchmarks.measurement_frame("mnrl_sbert", rule)[1].endswith("without the dev check (THE FIRST RULE), chose the same.")
+    assert benchmarks.measurement_frame(chapter("mnrl_sbert"), rule)[1].endswith("without the dev check (THE FIRST RULE), chose the same.")
 
 
 def test_the_ifcl_setting_table_shows_each_term_at_the_start_and_the_end(recorded):
     recorded(CHAPTERS["ifcl"].measurement.record, SETTING)
-    table, caption = benchmarks.measurement_frame("ifcl")
+    table, caption = benchmarks.measurement_frame(chapter("ifcl"))
     simcse = table.loc[("wiki1m word repetition", "SimCSE")]
     assert simcse["loss"] == "1.66e-05 → 9.7e-06" and simcse["Twin"] == "—" and simcse["cosine to start"] == "0.9816"
     assert simcse["trained (active)"].startswith("no: loss 1.7e-05 at step 10")
     ifcl = table.loc[("SNLI entailment twins", "IFCL")]
     assert ifcl["InfoNCE fraternal"] == "0.3 → 0.1" and ifcl["Twin"] == "0.19 → 0.099" and ifcl["trained (active)"] == "yes"
     assert "60 steps of 32" in caption
-    shown, same = benchmarks.measurement("ifcl")  # 6 columns: as it is
+    shown, same = benchmarks.measurement(chapter("ifcl"))  # 6 columns: as it is
     assert shown == caption and same.equals(table)
 
 
 def test_the_cqa_shuffle_table_shows_each_step_count_its_maps_intervals_and_health(recorded):
     recorded(CHAPTERS["bsc"].measurement.record, CQA)
-    table, caption = benchmarks.measurement_frame("bsc")
+    table, caption = benchmarks.measurement_frame(chapter("bsc"))
     row = table.loc[60]
     assert row["BSC"] == "0.685 ± 0.003" and row["all-MiniLM-L6-v2 untouched"] == "0.677"
     assert row["BSC − BSC - random shuffle"] == "+0.001 [-0.006, +0.007] undetermined"
@@ -144,20 +144,20 @@ def test_the_cqa_shuffle_table_shows_each_step_count_its_maps_intervals_and_heal
     assert row["lowest cosine to start"] == "0.9970" and row["trained (active)"] == "2 of 2"
     assert row["notebook wall time"] == "8.8 min" and row["median training run"] == "35 s"
     assert "batches of 8" in caption and "2e-05 with bias correction" in caption and "Intel Xeon" in caption
-    assert "+0.001 [-0.006, +0.007] undetermined" in benchmarks.chapter_section("bsc")
+    assert "+0.001 [-0.006, +0.007] undetermined" in benchmarks.chapter_section(chapter("bsc"))
 
 
 def test_a_chapter_without_a_record_says_not_measured_and_one_without_a_measurement_has_none(recorded, tmp_path):
-    table, why = benchmarks.measurement_frame("ifcl")
+    table, why = benchmarks.measurement_frame(chapter("ifcl"))
     assert table is None and "Not measured" in why and "benchmarks/ifcl_demo_setting.py" in why
-    assert "Not measured" in benchmarks.chapter_section("ifcl")
-    assert benchmarks.measurement("ifcl") == [why]  # the notebook's cell says why, and shows no table
-    assert benchmarks.chapter_section("rcl") == "" == benchmarks.chapter_section("mnrl_sbert")
-    why = benchmarks.measurement_frame("rcl", benchmarks.rate_rule("rcl"))[1]
+    assert "Not measured" in benchmarks.chapter_section(chapter("ifcl"))
+    assert benchmarks.measurement(chapter("ifcl")) == [why]  # the notebook's cell says why, and shows no table
+    assert benchmarks.chapter_section(chapter("rcl")) == "" == benchmarks.chapter_section(chapter("mnrl_sbert"))
+    why = benchmarks.measurement_frame(chapter("rcl"), benchmarks.rate_rule("rcl"))[1]
     assert "no `benchmarks/results/rate_rule_rcl_cpu.json` (run `benchmarks/rate_rule.py`)" in why
     (tmp_path / CHAPTERS["bsc"].measurement.record).write_text("{not json")
     with pytest.raises(DataFormatError, match=r"bsc_cqa_shuffle_cpu\.json"):
-        benchmarks.measurement_frame("bsc")
+        benchmarks.measurement_frame(chapter("bsc"))
 
 
 @pytest.mark.parametrize(("chapter", "rule"), sorted(
@@ -170,7 +170,7 @@ def test_the_recorded_results_read(chapter, rule):
     path = ROOT / "benchmarks" / "results" / measure.record
     if not path.is_file():
         pytest.skip(f"benchmarks/results/{measure.record} is not recorded in this checkout")
-    table, caption = benchmarks.measurement_frame(chapter, measure)
+    table, caption = benchmarks.measurement_frame(CHAPTERS[chapter], measure)
     assert table is not None and len(table) == len(json.loads(path.read_text())["runs"]) and caption
 
 

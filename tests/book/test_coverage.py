@@ -14,7 +14,7 @@ from sentcl.book.estimates.coverage import (
 )
 from sentcl.book.output.layout import Layout
 from sentcl.book.pages.generated import coverage_text
-from sentcl.chapters import CHAPTERS
+from sentcl.chapters import CHAPTERS, chapter
 from sentcl.data.registry import info
 from sentcl.errors import ConfigError, DataFormatError
 
@@ -63,7 +63,7 @@ def test_a_table_and_row_key_wins_over_the_rows(tmp_path):
 @pytest.mark.parametrize("chapter", sorted(c for c, spec in CHAPTERS.items() if spec.needs))
 def test_each_chapters_needs_come_from_its_paper_profile(chapter, tmp_path):
     """Every row the paper profile computes needs registered data, and an empty data root fills none of them."""
-    needs = chapter_needs(chapter)
+    needs = chapter_needs(CHAPTERS[chapter])
     assert needs and all(need for need in needs.values())
     table = paper_coverage(chapter, needs, tmp_path)
     computed = table[table["coverage"] != "cited"]
@@ -71,25 +71,25 @@ def test_each_chapters_needs_come_from_its_paper_profile(chapter, tmp_path):
 
 
 def test_what_each_chapter_needs_where_the_papers_say():
-    bsc = chapter_needs("bsc")
+    bsc = chapter_needs(chapter("bsc"))
     assert bsc[("Table 5", "MSE")] == ["stsbenchmark/train", "stsbenchmark/dev", "stsbenchmark/test"]
     assert bsc[("Table 5", "SimCSE (unsup.)")] == ["stsbenchmark/test"]  # zero-shot: no training data
     assert {"semeval2016_cqa_a/train or semeval2016_cqa_a/train_part2", "semeval2016_cqa_b/train"} <= set(bsc[("Table 2", "BSC")])
-    rcl = chapter_needs("rcl")
+    rcl = chapter_needs(chapter("rcl"))
     assert rcl[("Table 2a", "RCL")] == ["faqir/faq_pairs"] and rcl[("Table 2b", "RCL")] == ["cough/faq_pairs"]
     assert "snli/train" in rcl[("Table 3", "RCL")] and "snli/train" not in rcl[("Table 3", "SRoBERTa-base")]
-    ifcl = chapter_needs("ifcl")
+    ifcl = chapter_needs(chapter("ifcl"))
     assert ifcl[("Chinese STS", "BERT")] == ["cnsd_stsb/test", "simclue/test"]
     assert ("English STS", "IFCL-BERT-base w/o TL") not in ifcl  # not a row of the slides' English table
-    mnrl = chapter_needs("mnrl_sbert")
+    mnrl = chapter_needs(chapter("mnrl_sbert"))
     assert "multinli/train" in mnrl["SBERT-whitening"] and "multinli/train" in mnrl["BERT-whitening"]
     assert "snli/train" not in mnrl["BERT (first-last avg.)"]
     with pytest.raises(ConfigError, match="geometry: no paper tables"):
-        chapter_needs("geometry")
+        chapter_needs(chapter("geometry"))
 
 
 def test_the_coverage_file_round_trips_and_a_bad_one_is_named(tmp_path):
-    frame = write_coverage(tmp_path, "rcl", tmp_path / "empty")
+    frame = write_coverage(tmp_path, chapter("rcl"), tmp_path / "empty")
     assert read_coverage(tmp_path, "rcl").equals(frame)
     assert read_coverage(tmp_path, "bsc") is None
     Layout(tmp_path).coverage("bsc").write_text("table,row\nTable 1,MSE\n")
@@ -106,11 +106,11 @@ def test_every_paper_chapter_of_the_smoke_book_shows_what_a_paper_run_fills(smok
     """Each chapter with paper tables writes its coverage file, and its page shows it."""
     _, out, status, output = smoke_book
     assert status == 0, output
-    for chapter in (c for c, spec in CHAPTERS.items() if spec.needs):
-        frame = read_coverage(out, chapter)
-        assert frame is not None and len(frame) and set(frame["coverage"]) <= set(COVERAGE), chapter
-        page = (out / "book_source" / "book" / "_generated" / chapter / "results.md").read_text(encoding="utf-8")
-        assert "What a paper-profile run fills on this run's data root" in page, chapter
+    for name in (c for c, spec in CHAPTERS.items() if spec.needs):
+        frame = read_coverage(out, name)
+        assert frame is not None and len(frame) and set(frame["coverage"]) <= set(COVERAGE), name
+        page = (out / "book_source" / "book" / "_generated" / name / "results.md").read_text(encoding="utf-8")
+        assert "What a paper-profile run fills on this run's data root" in page, name
 
 
 def test_a_fallback_runs_where_the_first_choice_is_absent_and_says_so(tmp_path):
@@ -123,4 +123,4 @@ def test_a_fallback_runs_where_the_first_choice_is_absent_and_says_so(tmp_path):
     assert table.loc[("Table 1", "MNRLSBERT"), "detail"] == "snli/dev (instead of snli/train, absent)"
     neither = paper_coverage("mnrl_sbert", {"MNRLSBERT": ["multinli/train or snli/train"]}, tmp_path).set_index(["table", "row"])
     assert neither.loc[("Table 1", "MNRLSBERT"), "detail"].startswith("multinli/train: ")  # the first choice is named
-    assert chapter_needs("bsc")[("Table 2", "BSC")][0] == "semeval2016_cqa_a/train or semeval2016_cqa_a/train_part2"
+    assert chapter_needs(chapter("bsc"))[("Table 2", "BSC")][0] == "semeval2016_cqa_a/train or semeval2016_cqa_a/train_part2"

@@ -13,7 +13,7 @@ from sentcl.book.output.claims import read_claims
 from sentcl.book.output.results import load_results
 from sentcl.book.parameters import shipped_parameters
 from sentcl.chapters import bsc
-from sentcl.training.variants import VARIANTS
+from sentcl.chapters.bsc.variants import VARIANTS
 
 
 def test_the_bsc_chapter_regenerates_its_tables_and_says_what_is_not_run(smoke_book):

@@ -15,11 +15,11 @@ from sentcl.book import parameters
 from sentcl.book.notebook import ChapterRun
 from sentcl.book.output.results import paper_values
 from sentcl.book.profiles import PROFILES
+from sentcl.chapters.bsc.variants import SHUFFLE_ABLATION
 from sentcl.data.registry import info
 from sentcl.errors import ConfigError
 from sentcl.evaluation.tasks import task
 from sentcl.losses.bsc import NORMALIZATIONS
-from sentcl.training.variants import SHUFFLE_ABLATION
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "bsc.ipynb"
 ALL = ("Antique", "CQA-A", "CQA-B", "PFCC-S", "MRPC", "QQP", "STSb")

@@ -13,8 +13,8 @@ import pytest
 
 from sentcl.book import parameters
 from sentcl.book.profiles import PROFILES
+from sentcl.chapters.geometry.comparison import MethodSettings
 from sentcl.evaluation.tasks import STS_AVERAGE, task
-from sentcl.training.comparison import MethodSettings
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "geometry.ipynb"
 

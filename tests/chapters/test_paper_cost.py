@@ -11,7 +11,7 @@ import pytest
 
 from sentcl.book.estimates.cost import chapter_stages
 from sentcl.book.estimates.gpu_memory import benchmark_record
-from sentcl.chapters import CHAPTERS
+from sentcl.chapters import CHAPTERS, chapter
 from sentcl.chapters.ifcl import ifcl_paper_projection
 from sentcl.chapters.rcl import rcl_paper_projection
 
@@ -33,9 +33,9 @@ def test_the_hours_shown_are_the_projections_of_the_paper_plan():
     ifcl_text = [p for p in module("ifcl").paper_cost() if isinstance(p, str)][-1]
     assert f"about **{ifcl_paper_projection(benchmark_record('ifcl_gpu_h100.json'))['hours']:.1f} GPU hours**" in ifcl_text
     mnrl = module("mnrl_sbert").paper_cost()
-    assert all(f"{s.runs} × {s.what} ({s.steps:,} steps)" in mnrl[-1] for s in chapter_stages("mnrl_sbert"))
+    assert all(f"{s.runs} × {s.what} ({s.steps:,} steps)" in mnrl[-1] for s in chapter_stages(chapter("mnrl_sbert")))
     geometry = module("geometry").paper_cost()[0]
-    assert list(geometry["runs"]) == [s.runs for s in chapter_stages("geometry")]
+    assert list(geometry["runs"]) == [s.runs for s in chapter_stages(chapter("geometry"))]
 
 
 @pytest.mark.parametrize("name", [n for n in CHAPTERS if n != "geometry"])  # geometry's is a count, from no record

@@ -1,12 +1,13 @@
 """What the book needs to know of one chapter, as one object: :class:`Chapter`.
 
-Each chapter's module (``sentcl/chapters/<name>.py``) defines its ``CHAPTER``; the registry
-(:data:`sentcl.chapters.CHAPTERS`) lists them in book order. The book's generic modules take a
-:class:`Chapter` and read its parts (its data needs for :mod:`sentcl.book.estimates.coverage`, its GPU-memory
-rows for :mod:`sentcl.book.estimates.gpu_memory`, its measured record for :mod:`sentcl.book.estimates.benchmarks`, its
-plan of runs for :mod:`sentcl.book.estimates.cost` and :class:`~sentcl.book.notebook.chapter_run.ChapterRun`); they never name a chapter. Where a notebook or a test passes
-a chapter's name, :func:`resolve` finds its object: this module is the one door from the book's
-generic modules to the registry (imported when called, since the chapters import the generic modules).
+Each chapter's package (``sentcl/chapters/<name>/``) defines its ``CHAPTER``; the registry
+(:data:`sentcl.chapters.CHAPTERS`) finds them. The book's generic modules take a :class:`Chapter` and read its
+parts (its data needs for :mod:`sentcl.book.estimates.coverage`, its GPU-memory rows for
+:mod:`sentcl.book.estimates.gpu_memory`, its measured record for :mod:`sentcl.book.estimates.benchmarks`, its plan of
+runs for :mod:`sentcl.book.estimates.cost` and :class:`~sentcl.book.notebook.chapter_run.ChapterRun`); they never name
+a chapter and never import the registry. A chapter's name becomes its object only at the entry points, which stand
+above the chapters: the runner and its executor, :class:`~sentcl.book.notebook.chapter_run.ChapterRun` and the page
+builders (:func:`sentcl.chapters.chapter`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class Chapter:
     """The ``benchmarks/results`` file :attr:`memory` reads its measurements from ("": its rows are estimates)."""
     memory_note: Callable[[], str] | None = None
     """A paragraph under the chapter's GPU-memory table (e.g. the nearest measurement of an estimate)."""
+    order: int = 0
+    """Its place in the book (:data:`sentcl.chapters.CHAPTERS` sorts the chapters by it, then by name)."""
     own: bool = False
     """A chapter of our own, reproducing no paper: no paper values, every row is ours."""
     needs: Callable[[Parameters], Needs] | None = None
@@ -70,21 +73,4 @@ class Chapter:
     """This chapter's method's row in that comparison (None: the method's name, its title up to the colon)."""
 
 
-def all_chapters() -> Mapping[str, Chapter]:
-    """Every chapter by name, in book order (:data:`sentcl.chapters.CHAPTERS`)."""
-    from ..chapters import CHAPTERS
-
-    return CHAPTERS
-
-
-def resolve(chapter: Chapter | str) -> Chapter:
-    """``chapter`` itself, or the chapter of that name (:func:`sentcl.chapters.chapter`: an unknown name is a
-    ConfigError naming the chapters)."""
-    if isinstance(chapter, Chapter):
-        return chapter
-    from ..chapters import chapter as by_name
-
-    return by_name(chapter)
-
-
-__all__ = ["Chapter", "Parameters", "all_chapters", "resolve"]
+__all__ = ["Chapter", "Parameters"]

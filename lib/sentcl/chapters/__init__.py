@@ -1,22 +1,40 @@
-"""The book's chapters, one module each, and the one registry of them.
+"""The book's chapters, one package each, and the one registry of them.
 
-A chapter's module (``sentcl/chapters/<name>.py``) holds everything that is that chapter's and not its
+A chapter's package (``sentcl/chapters/<name>/``) holds everything that is that chapter's and not its
 notebook's story: its title, the data its paper rows need, its GPU-memory rows, its measured records, its plan
-of runs, as its ``CHAPTER`` (a :class:`sentcl.book.chapter_spec.Chapter`). The book's generic modules read
-these objects and never name a chapter. :data:`CHAPTERS` lists them in book order; :func:`chapter` finds one.
+of runs and its recipes (BSC's variants, the geometry chapter's comparison of methods), as its ``CHAPTER`` (a
+:class:`sentcl.book.chapter_spec.Chapter`). The book's generic modules read these objects and never name a chapter.
+:data:`CHAPTERS` finds them (every package here with a ``CHAPTER``; no list names them), in book order
+(:attr:`~sentcl.book.chapter_spec.Chapter.order`); :func:`chapter` finds one.
 
-Adding a chapter: write ``notebooks/<name>.ipynb`` and ``sentcl/chapters/<name>.py`` with its ``CHAPTER``,
-and list it here.
+Adding a chapter: write ``notebooks/<name>.ipynb`` and ``sentcl/chapters/<name>/__init__.py`` with its ``CHAPTER``.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from ..book.chapter_spec import Chapter
 from ..errors import ConfigError
-from . import bsc, geometry, ifcl, mnrl_sbert, rcl
 
-CHAPTERS: dict[str, Chapter] = {c.name: c for c in (mnrl_sbert.CHAPTER, bsc.CHAPTER, rcl.CHAPTER, ifcl.CHAPTER,
-                                                    geometry.CHAPTER)}
+
+def _found() -> dict[str, Chapter]:
+    """Every chapter package's ``CHAPTER``, by name, in book order; a package whose ``CHAPTER`` is missing or
+    misnamed is a ConfigError naming it."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        spec = getattr(module, "CHAPTER", None)
+        if not isinstance(spec, Chapter) or spec.name != info.name:
+            raise ConfigError(f"{module.__name__}: a chapter package defines CHAPTER, a Chapter named {info.name!r}")
+        found.append(spec)
+    return {c.name: c for c in sorted(found, key=lambda c: (c.order, c.name))}
+
+
+CHAPTERS: dict[str, Chapter] = _found()
 """Every chapter by name, in book order; a chapter's notebook is ``notebooks/<name>.ipynb``."""
 
 

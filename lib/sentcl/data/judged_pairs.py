@@ -17,7 +17,7 @@ its label, in the data's own order (grouped by question: the order "w/o shuffle"
 - :func:`training_pairs` — any training record as labelled pairs (judged pairs, scaled scores, or
   binary labels of a classification record); :func:`first_questions` — whole questions, in order.
 - :func:`training_rows` — the rows a variant of the paper's tables trains on
-  (:mod:`sentcl.training.variants`): every pair, the positives, pointwise rows (with sampled
+  (:mod:`sentcl.chapters.bsc.variants`): every pair, the positives, pointwise rows (with sampled
   negatives, oversampled positives, where the data have no negatives: PFCC-S's MSE) or triplets.
 """
 

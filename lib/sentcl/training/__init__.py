@@ -48,8 +48,8 @@ when a step logs, evaluates, checkpoints), :mod:`~sentcl.training.samplers`,
 :mod:`~sentcl.training.checkpoint` (:class:`TrainerState`, checkpoint files and a run's output
 folder, random state, :func:`seed_everything`), :mod:`~sentcl.training.gradcache`,
 :mod:`~sentcl.training.distributed`; :mod:`~sentcl.training.seeds` (one configuration trained with
-several seeds: every seed scored, or the best on dev) and :mod:`~sentcl.training.variants` (the
-BSC paper's table rows as a loss, batches and training rows).
+several seeds: every seed scored, or the best on dev). A chapter's own recipes (the BSC paper's table rows, the
+geometry chapter's four methods under one budget) live in its package under :mod:`sentcl.chapters`.
 """
 
 from importlib import import_module

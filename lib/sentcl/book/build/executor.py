@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...chapters import chapter as chapter_named
 from ...errors import ConfigError
 from ...paths import CACHE_ENV, cache_root
-from ..chapter_spec import resolve
 from ..estimates.plan import Plan
 from ..notebook.chapter_run import BUILT_BY_ENV, OUTPUT_CLAIMED_ENV
 from ..output.results import RUN_ID_ENV, new_run_id
@@ -75,7 +75,7 @@ def jobs(parameters: Mapping[str, Mapping[str, Any]]) -> list[Job]:
     """The chapters (by name -> their run's parameters) whose stages a task can build, with their plans."""
     found = []
     for chapter, p in parameters.items():
-        spec = resolve(chapter)
+        spec = chapter_named(chapter)
         if spec.build is None or spec.plan is None:
             continue
         plan = spec.plan(p)
@@ -107,9 +107,8 @@ def build_stage(chapter: str, parameters: Mapping[str, Any], name: str, threads:
         warnings.simplefilter("ignore", SampleDataWarning)  # the command said which data it runs on
         run = ChapterRun(chapter, profile=parameters["profile"], data_dir=parameters["data_dir"],
                          out_dir=parameters["out_dir"], parameters=parameters)
-    spec = resolve(chapter)
-    assert spec.build is not None and run.plan is not None
-    spec.build(run, run.plan[name])
+    assert run.spec.build is not None and run.plan is not None
+    run.spec.build(run, run.plan[name])
     return {"chapter": chapter, "stage": name, "node": node, "device": device}
 
 

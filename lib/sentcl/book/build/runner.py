@@ -43,12 +43,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ...chapters import CHAPTERS
 from ...errors import ConfigError, SentclError
 from ...io import read_json, release, report_damaged
 from ...paths import project_root
 from ...precision import describe_machine
 from ...progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
-from ..chapter_spec import all_chapters
 from ..markdown import duration
 from ..notebook.chapter_run import OUTPUT_CLAIMED_ENV, claim_output
 from ..output.layout import Layout
@@ -242,7 +242,7 @@ def summary_table(outcomes: list[Outcome], root: Path) -> str:
 def register(subparsers, name: str, summary: str) -> None:
     p = subparsers.add_parser(name, help=summary, description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", choices=NAMES, default="demo", help="parameter set: smoke, demo (default), rehearsal or paper")
-    p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(all_chapters())})")
+    p.add_argument("--only", nargs="+", metavar="CHAPTER", help=f"run only these chapters ({', '.join(CHAPTERS)})")
     p.add_argument("--data-dir", help="the data root (default: $SENTCL_DATA; demo falls back to data/samples)")
     p.add_argument("--out", help="output folder (default: runs/<profile> in the project)")
     p.add_argument(
@@ -272,10 +272,10 @@ def reproduce(args: argparse.Namespace) -> int:
     root = project_root()
     if root is None:
         raise ConfigError("run sentcl reproduce inside a sentcl checkout (the folder with _toc.yml and notebooks/)")
-    chapters = list(args.only or all_chapters())
-    unknown = [c for c in chapters if c not in all_chapters()]
+    chapters = list(args.only or CHAPTERS)
+    unknown = [c for c in chapters if c not in CHAPTERS]
     if unknown:
-        raise ConfigError(f"unknown chapter(s) {unknown}; chapters: {', '.join(all_chapters())}")
+        raise ConfigError(f"unknown chapter(s) {unknown}; chapters: {', '.join(CHAPTERS)}")
     check_executor(args)
     out = Path(args.out).resolve() if args.out else root / "runs" / args.profile
     book_dir = Path(args.book_dir).resolve() if args.book_dir else root

@@ -137,9 +137,9 @@ def stage(root: Path, out: Path) -> Path:
                     shutil.copy2(fig[ext], target / f"{fig['name']}.{ext}")
         (gen / state.chapter / "findings.md").write_text(findings_section(state), encoding="utf-8")
         (gen / state.chapter / "results.md").write_text(chapter_results(state, known), encoding="utf-8")
-        (gen / state.chapter / "gpu_memory.md").write_text(gpu_memory.chapter_section(state.chapter), encoding="utf-8")
-        (gen / state.chapter / "measured.md").write_text(benchmarks.chapter_section(state.chapter), encoding="utf-8")
-        (gen / state.chapter / "rate_rule.md").write_text(benchmarks.rate_rule_section(state.chapter), encoding="utf-8")
+        (gen / state.chapter / "gpu_memory.md").write_text(gpu_memory.chapter_section(state.spec), encoding="utf-8")
+        (gen / state.chapter / "measured.md").write_text(benchmarks.chapter_section(state.spec), encoding="utf-8")
+        (gen / state.chapter / "rate_rule.md").write_text(benchmarks.rate_rule_section(state.spec), encoding="utf-8")
         if state.spec.central is not None:  # a chapter with a primary family: how its verdicts move with the setting
             (gen / state.chapter / "sensitivity.md").write_text(benchmarks.sensitivity_section(state.chapter, state.claims, state.profiles),
                                                                encoding="utf-8")

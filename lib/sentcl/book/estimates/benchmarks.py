@@ -29,7 +29,7 @@ import pandas as pd
 
 from ...errors import DataFormatError
 from ...paths import benchmark_result
-from ..chapter_spec import Chapter, resolve
+from ..chapter_spec import Chapter
 from ..markdown import md, md_table
 
 
@@ -135,22 +135,21 @@ def recorded(name: str) -> dict[str, Any] | None:
         raise DataFormatError(path, exc.lineno, "a benchmark result (JSON)", exc.msg) from None
 
 
-def measurement_frame(chapter: Chapter | str, measure: Measurement | None = None) -> tuple[pd.DataFrame | None, str]:
+def measurement_frame(chapter: Chapter, measure: Measurement | None = None) -> tuple[pd.DataFrame | None, str]:
     """``(table, caption)`` of the chapter's measurement (or of ``measure``, e.g. its :func:`rate_rule`);
     ``(None, why)`` when it was not recorded."""
-    spec = resolve(chapter)
-    measure = measure or spec.measurement
+    measure = measure or chapter.measurement
     if measure is None:
-        return None, f"the chapter {spec.name} has no recorded measurement"
+        return None, f"the chapter {chapter.name} has no recorded measurement"
     result = recorded(measure.record)
     if result is None:
         name = measure.record
-        script = name.removesuffix("_cpu.json").removesuffix(f"_{spec.name}")
+        script = name.removesuffix("_cpu.json").removesuffix(f"_{chapter.name}")
         return None, f"Not measured: this sentcl has no `benchmarks/results/{name}` (run `benchmarks/{script}.py`)."
     return measure.frame(result), measure.caption(result)
 
 
-def measurement(chapter: Chapter | str, measure: Measurement | None = None) -> list[str | pd.DataFrame]:
+def measurement(chapter: Chapter, measure: Measurement | None = None) -> list[str | pd.DataFrame]:
     """The chapter's measurement (or ``measure``) as its notebook shows it: the caption, then the table
     (:func:`turned`); the caption alone (why) where it was not recorded. One line of a notebook cell:
     ``show(measurement(chapter))``."""
@@ -164,21 +163,19 @@ def turned(table: pd.DataFrame) -> pd.DataFrame:
     return table.T if table.columns.nlevels == 1 and len(table.columns) > 8 else table
 
 
-def chapter_section(chapter: Chapter | str, measure: Measurement | None = None) -> str:
+def chapter_section(chapter: Chapter, measure: Measurement | None = None) -> str:
     """The page fragment of the chapter's measurement (or of ``measure``; "" for a chapter without one), laid out as
     in its notebook."""
-    spec = resolve(chapter)
-    if (measure or spec.measurement) is None:
+    if (measure or chapter.measurement) is None:
         return ""
-    table, caption = measurement_frame(spec, measure)
+    table, caption = measurement_frame(chapter, measure)
     return caption + "\n" if table is None else _section(table, caption)
 
 
-def rate_rule_section(chapter: Chapter | str) -> str:
+def rate_rule_section(chapter: Chapter) -> str:
     """The page fragment of the chapter's demo learning rate (:func:`rate_rule`), "" where none is recorded: a
     chapter whose demo does not choose its rate by the rule has no record."""
-    spec = resolve(chapter)
-    table, caption = measurement_frame(spec, rate_rule(spec.name))
+    table, caption = measurement_frame(chapter, rate_rule(chapter.name))
     return "" if table is None else _section(table, caption)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
-from ..chapter_spec import Chapter, all_chapters, resolve
+from ..chapter_spec import Chapter
 
 
 @dataclass(frozen=True)
@@ -106,18 +106,15 @@ def scored_sentences(tasks: Sequence[str], max_pairs: int) -> int:
     return 2 * sum(min(n, max_pairs or n) for n in counts)
 
 
-def chapter_stages(chapter: Chapter | str, profile: str = "paper") -> list[Stage]:
+def chapter_stages(chapter: Chapter, profile: str = "paper") -> list[Stage]:
     """Every training and encoding ``chapter``'s notebook runs in ``profile``: the chapter's plan
     (:attr:`~sentcl.book.chapter_spec.Chapter.plan`) of that profile's parameters as shipped, summed by what each
-    stage is (:meth:`sentcl.book.estimates.plan.Plan.counted`); a ConfigError
-    naming the chapters that count theirs for a chapter that does not."""
+    stage is (:meth:`sentcl.book.estimates.plan.Plan.counted`); a ConfigError for a chapter without a plan."""
     from ..parameters import shipped_parameters
 
-    spec = resolve(chapter)
-    if spec.plan is None:
-        counted = [c.name for c in all_chapters().values() if c.plan is not None]
-        raise ConfigError(f"{spec.name}: its plan of runs is not counted here; chapters counted: {', '.join(counted)}")
-    return spec.plan(shipped_parameters(spec.name, profile)).counted()
+    if chapter.plan is None:
+        raise ConfigError(f"{chapter.name}: its plan of runs is not counted here (the chapter has no plan)")
+    return chapter.plan(shipped_parameters(chapter.name, profile)).counted()
 
 
 T4_FP32_PEAK = 8.1e12

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import ConfigError
-from ..chapter_spec import Chapter, all_chapters, resolve
+from ..chapter_spec import Chapter
 from ..output.layout import Layout
 from ..output.results import _read_csv, paper_values
 
@@ -87,14 +87,13 @@ def paper_coverage(chapter: str, needs: Needs, data_root: str | os.PathLike) -> 
     return pd.DataFrame(lines, columns=list(COVERAGE_COLUMNS))
 
 
-def write_coverage(out_dir: str | os.PathLike, chapter: Chapter | str, data_root: str | os.PathLike) -> pd.DataFrame:
+def write_coverage(out_dir: str | os.PathLike, chapter: Chapter, data_root: str | os.PathLike) -> pd.DataFrame:
     """What ``chapter``'s paper profile fills on ``data_root`` (:func:`paper_coverage` of :func:`chapter_needs`),
     written atomically to :meth:`sentcl.book.output.layout.Layout.coverage`; returns it."""
     from ...io import atomic_write_text
 
-    spec = resolve(chapter)
-    frame = paper_coverage(spec.name, chapter_needs(spec), data_root)
-    atomic_write_text(Layout(out_dir).coverage(spec.name), frame.to_csv(index=False))
+    frame = paper_coverage(chapter.name, chapter_needs(chapter), data_root)
+    atomic_write_text(Layout(out_dir).coverage(chapter.name), frame.to_csv(index=False))
     return frame
 
 
@@ -114,16 +113,14 @@ def scored_sets(tasks: Sequence[str]) -> list[str]:
     return [f"{task(name).dataset}/{task(name).split}" for name in tasks]
 
 
-def chapter_needs(chapter: Chapter | str) -> Needs:
+def chapter_needs(chapter: Chapter) -> Needs:
     """The :data:`Needs` of ``chapter``'s paper profile, read from its parameters (the notebook's defaults) by its
     :attr:`~sentcl.book.chapter_spec.Chapter.needs`."""
     from ..parameters import shipped_parameters
 
-    spec = resolve(chapter)
-    if spec.needs is None:
-        covered = [c.name for c in all_chapters().values() if c.needs is not None]
-        raise ConfigError(f"{spec.name}: no paper tables to cover; chapters with them: {', '.join(covered)}")
-    return spec.needs(shipped_parameters(spec.name))
+    if chapter.needs is None:
+        raise ConfigError(f"{chapter.name}: no paper tables to cover (a chapter of our own)")
+    return chapter.needs(shipped_parameters(chapter.name))
 
 
 __all__ = [

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError
 from ...paths import benchmark_result
-from ..chapter_spec import Chapter, resolve
+from ..chapter_spec import Chapter
 from ..parameters import shipped_parameters
 from .benchmarks import recorded
 
@@ -117,12 +117,11 @@ def architecture(model: str) -> str:
     raise ConfigError(f"no memory estimate for {model!r}: known architectures {', '.join(PARAMETERS)}")
 
 
-def chapter_rows(chapter: Chapter | str) -> list[MemoryRow]:
+def chapter_rows(chapter: Chapter) -> list[MemoryRow]:
     """The paper profile's training runs of ``chapter`` with their peak memory (its
     :attr:`~sentcl.book.chapter_spec.Chapter.memory`): measured where a record exists, else estimated.
     Raises FileNotFoundError when the record is not shipped."""
-    spec = resolve(chapter)
-    return spec.memory(shipped_parameters(spec.name))
+    return chapter.memory(shipped_parameters(chapter.name))
 
 
 def estimated(run: str, model: str, batch: int, texts_per_row: int, tokens: int) -> MemoryRow:
@@ -141,18 +140,17 @@ def estimate_check() -> list[tuple[str, float, float]]:
             for row in record["table"]]
 
 
-def chapter_section(chapter: Chapter | str) -> str:
+def chapter_section(chapter: Chapter) -> str:
     """Markdown for a chapter page: each paper-profile run's peak memory beside a T4's 15 GiB and
     the batch setting that fits it, and the chapter's :attr:`~sentcl.book.chapter_spec.Chapter.memory_note`.
     Empty of rows (one sentence) where nothing is recorded."""
-    spec = resolve(chapter)
     try:
-        rows = chapter_rows(spec)
+        rows = chapter_rows(chapter)
     except FileNotFoundError as exc:
         return f"No GPU memory record in this sentcl ({exc.filename}).\n"
     measured = all(r.measured for r in rows)
     head = ("Peak GPU memory of the paper profile's training runs, **measured** on an H100 "
-            f"(`torch.cuda.max_memory_allocated`, recorded in `benchmarks/results/{spec.memory_record}`)"
+            f"(`torch.cuda.max_memory_allocated`, recorded in `benchmarks/results/{chapter.memory_record}`)"
             if measured else
             "Peak GPU memory of the paper profile's training runs: **estimates** (no GPU run of this chapter is "
             f"recorded): 16 bytes per parameter plus, per token, BERT-base's activation memory in the fp32 batch-50 "
@@ -169,8 +167,8 @@ def chapter_section(chapter: Chapter | str) -> str:
     if not measured:
         checks = "; ".join(f"{run} {est:.2f} estimated, {meas:.2f} measured" for run, est, meas in estimate_check())
         lines += ["", f"The same estimate on the recorded IFCL runs (batch 64, 32 tokens, fp32): {checks}."]
-    if spec.memory_note is not None:
-        lines += ["", spec.memory_note()]
+    if chapter.memory_note is not None:
+        lines += ["", chapter.memory_note()]
     lines += ["", "Mixed precision lowers the peak (BSC's record: bf16 batch 50 at "
               f"{_calibration_largest_batch_peak('bf16'):.2f} GiB against fp32's {_calibration_largest_batch_peak('fp32'):.2f}); a T4 has no bf16, so the `precision` "
               "parameter's `auto` gives it fp16 with a gradient scaler. A smaller batch with accumulation gives each "
@@ -207,7 +205,7 @@ def half_precision_gib(row: MemoryRow) -> float:
     return fixed_gib(row.architecture) + (row.peak_gib - fixed_gib(row.architecture)) * ratio
 
 
-def gpu_summary(chapter: Chapter | str, precision: str, device: str | None = None) -> str:
+def gpu_summary(chapter: Chapter, precision: str, device: str | None = None) -> str:
     """What a chapter notebook's GPU cell prints: the GPU it runs on (``device``, default the first CUDA
     device; without one, what a Colab T4 would do), the training precision its ``precision`` parameter
     gives there, and per paper-profile run its peak memory in that precision beside the GPU's (a T4 has

@@ -37,12 +37,12 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from ...chapters import chapter as chapter_named
 from ...errors import ConfigError
 from ...evaluation.items import ItemTerms
 from ...evaluation.significance import ESTIMAND
 from ...io import atomic_write_json, claim, read_json
 from ...precision import uses
-from ..chapter_spec import resolve
 from ..estimates.plan import Plan
 from ..output import claims
 from ..output.claims import Central, Claim
@@ -103,8 +103,9 @@ class ChapterRun:
         ``parameters``: the notebook's resolved parameters, checked by the chapter's
         :attr:`~sentcl.book.chapter_spec.Chapter.check`, from which its plan of runs is computed (:attr:`plan`; None:
         no plan, :meth:`train` takes any stage name)."""
-        spec = resolve(chapter)  # an unknown chapter: a ConfigError naming the chapters
+        spec = chapter_named(chapter)  # an unknown chapter: a ConfigError naming the chapters
         quiet_progress()
+        self.spec = spec  # the chapter's object (sentcl.chapters): its plan, claims, measurements
         self.chapter = spec.name
         self.parameters: dict[str, Any] = dict(parameters or {})
         if parameters is not None and spec.check is not None:
@@ -325,7 +326,7 @@ class ChapterRun:
         which the chapter page shows."""
         from ..estimates.coverage import write_coverage
 
-        return write_coverage(self.out_dir, self.chapter, self.data.root)
+        return write_coverage(self.out_dir, self.spec, self.data.root)
 
     def claims_summary(self, frame: pd.DataFrame) -> list[str]:
         """Markdown lines: per table the verdicts of :meth:`write_claims`'s claims, then each as a sentence;

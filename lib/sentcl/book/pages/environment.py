@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ..chapter_spec import all_chapters
+from ...chapters import CHAPTERS
 from ..markdown import WIDE_PAGE, duration, md, md_table
 from ..output.records import RunRecord
 from ..public import public_text
@@ -88,7 +88,7 @@ def timings(records: list[RunRecord]) -> str:
     if not done:
         return "No chapter has run into this build yet, so there are no measured times to show.\n"
     rows = [
-        [f"[{r.chapter}]({r.chapter}.md)" if r.chapter in all_chapters() else (r.chapter or r.name), r.profile or "—",
+        [f"[{r.chapter}]({r.chapter}.md)" if r.chapter in CHAPTERS else (r.chapter or r.name), r.profile or "—",
          md(r.device), duration(r.wall_time_s), "—" if r.peak_memory_mb is None else f"{r.peak_memory_mb:.0f} MiB",
          r.started[:10]]
         for r in done

@@ -20,9 +20,11 @@ from typing import Any
 
 import pandas as pd
 
+from ...chapters import CHAPTERS
+from ...chapters import chapter as chapter_named
 from ...io import read_json
 from ...training.health import learning_judged
-from ..chapter_spec import Chapter, all_chapters, resolve
+from ..chapter_spec import Chapter
 from ..estimates.coverage import COVERAGE, read_coverage
 from ..markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
 from ..output import claims
@@ -70,7 +72,7 @@ class ChapterState:
     @property
     def spec(self) -> Chapter:
         """The chapter's object (:class:`sentcl.book.chapter_spec.Chapter`)."""
-        return resolve(self.chapter)
+        return chapter_named(self.chapter)
 
     @property
     def ran(self) -> bool:
@@ -117,7 +119,7 @@ def chapter_states(root: Path, out: Path) -> list[ChapterState]:
     records = [r for r in read_run_records(Layout(out).records) if r.kind == "notebook"]
     results = load_results(out)
     states = []
-    for chapter, spec in all_chapters().items():
+    for chapter, spec in CHAPTERS.items():
         mine = [r for r in records if r.chapter == chapter]
         record = mine[-1] if mine else None
         executed = Layout(out).notebook(chapter)
@@ -427,7 +429,7 @@ def datasets(states: list[ChapterState], root: Path | None = None) -> str:
             )
         )
     for name, info in entries.items():
-        chapters = ", ".join(f"[{c}](../{c}.md)" if c in all_chapters() else c for c in info.papers) or "—"
+        chapters = ", ".join(f"[{c}](../{c}.md)" if c in CHAPTERS else c for c in info.papers) or "—"
         splits = "; ".join(
             f"{split}: {sp.count if sp.count is not None else '?'} records"
             + (" (dropped: " + ", ".join(f"{k} {v}" for k, v in sp.dropped.items()) + ")" if sp.dropped else "")

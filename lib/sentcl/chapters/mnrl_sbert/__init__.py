@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import recorded
-from ..book.estimates.cost import chapter_stages, run_steps, t4_checkpoints, t4_hours
-from ..book.estimates.coverage import scored_sets
-from ..book.estimates.gpu_memory import MemoryRow, estimated
-from ..book.estimates.plan import Plan, PlannedStage, stage_name
-from ..book.output.claims import Central
+from ...book.chapter_spec import Chapter
+from ...book.estimates.benchmarks import recorded
+from ...book.estimates.cost import chapter_stages, run_steps, t4_checkpoints, t4_hours
+from ...book.estimates.coverage import scored_sets
+from ...book.estimates.gpu_memory import MemoryRow, estimated
+from ...book.estimates.plan import Plan, PlannedStage, stage_name
+from ...book.output.claims import Central
 
 if TYPE_CHECKING:
-    from ..book.notebook.chapter_run import ChapterRun
-    from ..data.nli import NLIData
+    from ...book.notebook.chapter_run import ChapterRun
+    from ...data.nli import NLIData
 
 NAME = "mnrl_sbert"
 COST_RECORD = "mnrl_sbert_cost_cpu.json"
@@ -57,7 +57,7 @@ def plan(p: Mapping[str, Any]) -> Plan:
 
 def load_nli(run: ChapterRun) -> NLIData:
     """The run's NLI train sets (``nli_datasets``), merged (:func:`sentcl.data.nli.prepare_nli`)."""
-    from ..data.nli import prepare_nli
+    from ...data.nli import prepare_nli
 
     return prepare_nli([run.load(*name.split("/")) for name in run.parameters["nli_datasets"]])
 
@@ -67,10 +67,10 @@ def train(run: ChapterRun, nli: NLIData, row: str, seed: int):
     loss for a softmax row) and ``seed`` on that seed's subset of ``train_pairs`` rows of ``nli``, under the
     planned stage :func:`training_stage` (cached: a rerun loads it). Returns (the model, its
     :class:`~sentcl.training.TrainingResult`)."""
-    from ..data.records import subset
-    from ..losses import MultipleNegativesRankingLoss, SoftmaxLoss
-    from ..models import load_encoder
-    from ..training import NoDuplicatesBatchSampler, RandomBatchSampler, Trainer, TrainingConfig
+    from ...data.records import subset
+    from ...losses import MultipleNegativesRankingLoss, SoftmaxLoss
+    from ...models import load_encoder
+    from ...training import NoDuplicatesBatchSampler, RandomBatchSampler, Trainer, TrainingConfig
 
     p = run.parameters
     objective = "mnrl" if row in p["mnrl_rows"] else "softmax"
@@ -110,7 +110,7 @@ def paper_cost() -> list[str | pd.DataFrame]:
     cost = recorded(COST_RECORD)
     if cost is None:
         return [f"No cost estimate: this sentcl has no `benchmarks/results/{COST_RECORD}` (run `benchmarks/mnrl_sbert_cost.py`)."]
-    stages = chapter_stages(NAME)
+    stages = chapter_stages(CHAPTER)
     low, high = t4_hours(stages, cost)
     checkpoints = "–".join(dict.fromkeys(f"{n:,}" for n in t4_checkpoints(stages, cost)))
     return [pd.DataFrame(cost["table"]).set_index("run"),
@@ -188,6 +188,7 @@ PAPER_MODELS = {"BERT": "bert-base-uncased", "RoBERTa": "roberta-base"}
 
 CHAPTER = Chapter(
     name=NAME,
+    order=1,
     title="MNRL-SBERT: multiple-negatives ranking loss on NLI (Taneja et al. 2023)",
     memory=memory_rows,
     needs=data_needs,

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import Measurement, recorded
-from ..book.estimates.cost import (
+from ...book.chapter_spec import Chapter
+from ...book.estimates.benchmarks import Measurement, recorded
+from ...book.estimates.cost import (
     BERT_BASE_PARAMETERS,
     BERT_LARGE_PARAMETERS,
     measured_checkpoint_write,
@@ -26,17 +26,17 @@ from ..book.estimates.cost import (
     run_steps,
     scored_sentences,
 )
-from ..book.estimates.coverage import scored_sets
-from ..book.estimates.gpu_memory import MemoryRow, benchmark_record
-from ..book.estimates.plan import Plan, PlannedStage, stage_name
-from ..book.output.claims import Central
-from ..book.output.results import paper_values
+from ...book.estimates.coverage import scored_sets
+from ...book.estimates.gpu_memory import MemoryRow, benchmark_record
+from ...book.estimates.plan import Plan, PlannedStage, stage_name
+from ...book.output.claims import Central
+from ...book.output.results import paper_values
 
 if TYPE_CHECKING:
-    from ..book.notebook.chapter_run import ChapterRun
-    from ..data.records import TrainingData
-    from ..evaluation.information import MutualInformation
-    from ..training import TrainingResult
+    from ...book.notebook.chapter_run import ChapterRun
+    from ...data.records import TrainingData
+    from ...evaluation.information import MutualInformation
+    from ...training import TrainingResult
 
 NAME = "ifcl"
 MEMORY_RECORD = "ifcl_gpu_h100.json"
@@ -120,8 +120,8 @@ class TrainingTexts:
     ``chinese_train_datasets``."""
 
     def __init__(self, run: ChapterRun, chinese: bool = False):
-        from ..data.nli import prepare_nli
-        from ..data.records import subset
+        from ...data.nli import prepare_nli
+        from ...data.records import subset
 
         p = self.parameters = run.parameters
         self.run, self.chinese = run, chinese
@@ -148,8 +148,8 @@ class TrainingTexts:
         the text (dropout noise alone tells them apart); the fraternal twin its word repetition
         (``repetition_rate``, drawn with ``seed``) or, English with entailment twins, the first hypothesis it
         entails. English rows are drawn once per seed (the rows the notebook shows and Table 4 reads are a run's)."""
-        from ..data.augmentation import entailment_twins, fusion_twins
-        from ..data.records import subset
+        from ...data.augmentation import entailment_twins, fusion_twins
+        from ...data.records import subset
 
         p = self.parameters
         if self.chinese:
@@ -170,7 +170,7 @@ def ifcl_loss(p: Mapping[str, Any], method: str) -> Callable[[Any], Any]:
     with the hippocampus queue of ``queue_batches`` batches, forgetting ``forgetting_decay``; Eq. T, the Twin loss
     with weight ``twin_weight``); IFCL w/o TL: lambda = 0; SimCSE: no queue, no Twin loss (and no fraternal twins,
     :data:`FRATERNAL`)."""
-    from ..losses import IFCLLoss
+    from ...losses import IFCLLoss
 
     options = {"ifcl": {"queue_batches": p["queue_batches"], "twin_weight": p["twin_weight"]},
                "ifcl_wo_tl": {"queue_batches": p["queue_batches"], "twin_weight": 0.0},
@@ -185,9 +185,9 @@ def train(run: ChapterRun, data: TrainingTexts, row: str, seed: int) -> tuple[An
     scored every ``eval_steps`` steps (the best checkpoint kept), under the planned stage :func:`training_stage`
     (cached: a rerun loads it, a killed run resumes). Returns (the model, its
     :class:`~sentcl.training.TrainingResult`, with its health)."""
-    from ..evaluation.scoring import dev_evaluator
-    from ..models import load_encoder
-    from ..training import Trainer, TrainingConfig
+    from ...evaluation.scoring import dev_evaluator
+    from ...models import load_encoder
+    from ...training import Trainer, TrainingConfig
 
     p = run.parameters
     family, method = ("Chinese", p["chinese_rows"][row]) if data.chinese else p["english_rows"][row]
@@ -214,7 +214,7 @@ def mutual_information(model, twins: TrainingData, task: tuple[list[str], list[s
     between ``embed``'s embeddings (evaluation mode) of the STS-B pairs ``task`` (None: not estimated). The draws are
     :func:`~sentcl.evaluation.information.dropout_embeddings` (``cache``: kept in the embedding cache). Returns the
     estimates by column and the drawn views ``{"h", "h+"[, "h-"]}``."""
-    from ..evaluation.information import dropout_embeddings, infonce_mutual_information
+    from ...evaluation.information import dropout_embeddings, infonce_mutual_information
 
     texts = twins.columns["text"]
     views = {"h": dropout_embeddings(model, texts, seed=1, cache=cache),
@@ -238,8 +238,8 @@ def record_mutual_information(run: ChapterRun, row: str, per_seed: Mapping[int, 
     resampling ignores). A column's items are known by the texts its pairs are made of (the twins' sentences and
     fraternal twins, the STS-B pairs ``task``) and K; ``population``: the sentences the twins were drawn from
     (MI_task's pairs are every close pair); ``data``: what they were computed on."""
-    from ..evaluation.items import ItemTerms
-    from ..hashing import stable_hash, texts_hash
+    from ...evaluation.items import ItemTerms
+    from ...hashing import stable_hash, texts_hash
 
     made_of = {"MI(h, h+)": [twins.columns["text"]], "MI(h, h-)": [twins.columns["text"], twins.columns.get("fraternal", [])],
                "MI_task": list(task)}
@@ -262,7 +262,7 @@ def ifcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`projection` of the IFCL chapter's paper profile from a ``benchmarks/ifcl_gpu.py`` record: each
     model's median step, every sentence encoded at the slowest measured evaluation rate (an upper bound). A
     stage whose step the record did not measure is left out and named under ``"not measured"``."""
-    from ..book.parameters import shipped_parameters
+    from ...book.parameters import shipped_parameters
 
     paper = shipped_parameters(NAME)
     steps = {r["model"]: r["step_s_median"] for r in measured["table"]}
@@ -407,6 +407,7 @@ def central_claims(p: Mapping[str, Any]) -> list[Central]:
 
 CHAPTER = Chapter(
     name=NAME,
+    order=4,
     title="IFCL: identical and fraternal twins (Xiao et al. 2023)",
     memory=memory_rows,
     memory_record=MEMORY_RECORD,

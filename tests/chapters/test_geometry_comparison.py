@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from sentcl.artifacts import ArtifactCache
+from sentcl.chapters.geometry.comparison import METHODS, MethodRun, MethodSettings, cost_ratios, stage_seconds, train_method
 from sentcl.data.records import ScoredPairs, TrainingData
 from sentcl.errors import ConfigError
 from sentcl.losses import BatchSoftmaxContrastiveLoss, IFCLLoss, MultipleNegativesRankingLoss
 from sentcl.losses.rcl import RegulatorLoss
 from sentcl.models import tiny_model
 from sentcl.training import GeometryCallback, TrainingConfig
-from sentcl.training.comparison import METHODS, MethodRun, MethodSettings, cost_ratios, stage_seconds, train_method
 from sentcl.training.shuffling import ExampleBasedShuffler
 
 pytestmark = pytest.mark.usefixtures("one_thread")

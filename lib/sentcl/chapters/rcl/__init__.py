@@ -39,24 +39,24 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import recorded
-from ..book.estimates.cost import BERT_BASE_PARAMETERS, measured_checkpoint_write, projection, run_steps, scored_sentences
-from ..book.estimates.coverage import scored_sets
-from ..book.estimates.gpu_memory import MemoryRow, benchmark_record
-from ..book.estimates.plan import Plan, PlannedStage, stage_name
-from ..book.output.claims import Central
-from ..book.output.results import paper_values
-from ..errors import ConfigError
+from ...book.chapter_spec import Chapter
+from ...book.estimates.benchmarks import recorded
+from ...book.estimates.cost import BERT_BASE_PARAMETERS, measured_checkpoint_write, projection, run_steps, scored_sentences
+from ...book.estimates.coverage import scored_sets
+from ...book.estimates.gpu_memory import MemoryRow, benchmark_record
+from ...book.estimates.plan import Plan, PlannedStage, stage_name
+from ...book.output.claims import Central
+from ...book.output.results import paper_values
+from ...errors import ConfigError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from ..book.notebook.chapter_run import ChapterRun
-    from ..data.records import TrainingData
-    from ..embeddings.store import EmbeddingStore
-    from ..training import TrainingConfig, TrainingResult
-    from ..training.entropy_models import Augmentation
+    from ...book.notebook.chapter_run import ChapterRun
+    from ...data.records import TrainingData
+    from ...embeddings.store import EmbeddingStore
+    from ...training import TrainingConfig, TrainingResult
+    from ...training.entropy_models import Augmentation
 
 NAME = "rcl"
 MEMORY_RECORD = "rcl_gpu_h100.json"
@@ -85,7 +85,7 @@ def sts_tables(row: str, paper_tables: Sequence[str]) -> tuple[list[str], dict[s
     ours such as "0 regulators, Eq. 1 fine-tuned (ours)") is Table 4's alone, in its one column, the average;
     any other row goes under the tables the paper lists it in (``paper_tables``) but Table 2 (the FAQ banks,
     recorded from their folds), and a row the paper lists in none of those (ours) under Tables 3 and 5."""
-    from ..book.output.evidence import AVERAGE
+    from ...book.output.evidence import AVERAGE
 
     if row[:1].isdigit():
         return ["Table 4"], {"Average": (AVERAGE, "")}
@@ -103,8 +103,8 @@ def record_anisotropy(run: ChapterRun, row: str, terms: Mapping[int, Any], train
     the evidence R6's claims resample; the cell is their mean over the seeds), and its ``"largest dim"``, the first
     seed's largest magnitude (:func:`~sentcl.evaluation.geometry.dimension_profile`, a description). ``trained``:
     seed -> the runs the seed's model rests on (empty: the untouched base). Returns both values."""
-    from ..evaluation.items import ItemTerms
-    from ..hashing import texts_hash
+    from ...evaluation.items import ItemTerms
+    from ...hashing import texts_hash
 
     measured = {seed: {"mean cosine": ItemTerms({"mean cosine": t})} for seed, t in terms.items()}
     data = f"{len(texts):,} distinct sentences of the geometry pairs (STS-B test)"
@@ -174,7 +174,7 @@ def faq_stage_names(bank: str, baselines: Mapping[str, str], planned: Callable[[
     :func:`faq_stage` of the run the model is (the initial model Eq. 1, the final model RCL, each baseline's key
     its run in ``baselines``: :func:`dropout_run`); a store's name passes ``planned`` (the notebook's
     :meth:`~sentcl.book.notebook.chapter_run.ChapterRun.planned`; a training's is checked where it is trained)."""
-    from ..training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE
+    from ...training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE
 
     runs = {INITIAL: EQ1_RUN, ENTROPY_MODEL: ENTROPY_RUN, STORE: STORE_RUN, FINAL: RCL_RUN, **baselines}
 
@@ -187,7 +187,7 @@ def faq_stage_names(bank: str, baselines: Mapping[str, str], planned: Callable[[
 
 def faq_data_missing(bank: str, root: Path) -> list[str]:
     """The files of ``bank``'s FAQ pairs the data root ``root`` lacks (relative to it; none: Table 2 runs on it)."""
-    from ..data import info
+    from ...data import info
 
     entry = info(bank)
     return [f"{entry.folder}/{f}" for f in entry.splits["faq_pairs"].files if not (root / entry.folder / f).is_file()]
@@ -201,7 +201,7 @@ def faq_banks_built(p: Mapping[str, Any]) -> list[str]:
     banks = list(p["faq_datasets"].values())
     if p.get("profile") != "smoke":
         return banks
-    from ..data import samples_root
+    from ...data import samples_root
 
     return [bank for bank in banks if not faq_data_missing(bank, samples_root())]
 
@@ -356,7 +356,7 @@ def final_runs(p: Mapping[str, Any]) -> list[FinalRun]:
 def premise_triplets(records: Sequence[Any], p: Mapping[str, Any]) -> TrainingData:
     """(premise, first entailment, first contradiction) per premise of ``records`` that has both (without the
     contradiction where ``hard_negatives`` is off)."""
-    from ..data.records import TrainingData
+    from ...data.records import TrainingData
 
     found: dict[str, dict[str, str]] = {}
     for r in records:
@@ -374,7 +374,7 @@ def premise_triplets(records: Sequence[Any], p: Mapping[str, Any]) -> TrainingDa
 def training_triplets(run: ChapterRun) -> tuple[TrainingData, TrainingData]:
     """The run's NLI premise triplets (checked against ``expected_triplets``) and those trained on (``train_rows``
     of them, seeded): what every entropy model, store and final model of the STS tasks trains on or encodes."""
-    from ..data.records import subset
+    from ...data.records import subset
 
     p = run.parameters
     triplets = premise_triplets([run.load(*name.split("/")) for name in p["nli_datasets"]], p)
@@ -392,7 +392,7 @@ def base_loader(run: ChapterRun) -> Callable[[], SentenceTransformer]:
     """A loader of the base model every run starts from (each call a fresh copy): ``base_model``, or with
     ``base_nli_epochs`` it after :func:`nli_base`'s NLI fine-tuning (built once, then loaded from the cache; asked
     once per run)."""
-    from ..models import load_encoder
+    from ...models import load_encoder
 
     p = run.parameters
     if not p["base_nli_epochs"]:
@@ -415,10 +415,10 @@ def nli_base(run: ChapterRun) -> Callable[[], SentenceTransformer]:
     (MNRL at ``scale``, in-batch negatives only) for ``base_nli_epochs`` epochs on every entailment pair of
     ``nli_datasets``, at the chapter's rate, seed
     ``seeds[0]``, no model selection, under :func:`nli_base_stage` (cached: a rerun loads it). A loader of it."""
-    from ..data.nli import prepare_nli
-    from ..models import load_encoder
-    from ..training import NoDuplicatesBatchSampler
-    from ..training.entropy_models import train_initial_model
+    from ...data.nli import prepare_nli
+    from ...models import load_encoder
+    from ...training import NoDuplicatesBatchSampler
+    from ...training.entropy_models import train_initial_model
 
     p = run.parameters
     pairs = prepare_nli([run.load(*name.split("/")) for name in p["nli_datasets"]]).entailment_pairs
@@ -432,7 +432,7 @@ def nli_base(run: ChapterRun) -> Callable[[], SentenceTransformer]:
 def training_config(p: Mapping[str, Any], seed: int, steps: int | None = None, **options: Any) -> TrainingConfig:
     """The chapter's training configuration with ``seed``, at most ``steps`` optimizer steps (None: ``max_steps``;
     0: the epochs), ``options`` added (``epochs`` and ``warmup_ratio`` replace the parameters')."""
-    from ..training import TrainingConfig
+    from ...training import TrainingConfig
 
     steps = p["max_steps"] if steps is None else steps
     return TrainingConfig(epochs=options.pop("epochs", p["epochs"]), batch_size=p["batch_size"], learning_rate=p["learning_rate"], optimizer="adamw",
@@ -449,8 +449,8 @@ def entropy_config(p: Mapping[str, Any]) -> TrainingConfig:
 def augment(run: ChapterRun, train: TrainingData, phis: Sequence[float]) -> Augmentation:
     """Algorithm 1, lines 2-5 on the STS tasks' triplets ``train``: the entropy model of each φ of ``phis`` and its
     store, under :func:`entropy_stage` and :func:`store_stage` (cached: what is built is loaded)."""
-    from ..training import NoDuplicatesBatchSampler
-    from ..training.entropy_models import augment as augment_phis
+    from ...training import NoDuplicatesBatchSampler
+    from ...training.entropy_models import augment as augment_phis
 
     p = run.parameters
     return augment_phis(base_loader(run), train, phis, entropy_config(p), scale=p["scale"],
@@ -461,8 +461,8 @@ def augment(run: ChapterRun, train: TrainingData, phis: Sequence[float]) -> Augm
 
 def entropy_model(run: ChapterRun, train: TrainingData, phi: float) -> tuple[SentenceTransformer, TrainingResult]:
     """The entropy model at ``phi`` alone (its store not built), as :func:`augment` trains it."""
-    from ..training import NoDuplicatesBatchSampler
-    from ..training.entropy_models import train_entropy_model
+    from ...training import NoDuplicatesBatchSampler
+    from ...training.entropy_models import train_entropy_model
 
     p = run.parameters
     return train_entropy_model(base_loader(run), train, phi, entropy_config(p), scale=p["scale"],
@@ -472,8 +472,8 @@ def entropy_model(run: ChapterRun, train: TrainingData, phi: float) -> tuple[Sen
 
 def base_store(run: ChapterRun, train: TrainingData) -> EmbeddingStore:
     """The untouched base model's store of ``train`` (the control's regulators), under :func:`store_stage`."""
-    from ..artifacts import ArtifactCache
-    from ..training.entropy_models import augmented_store
+    from ...artifacts import ArtifactCache
+    from ...training.entropy_models import augmented_store
 
     return augmented_store(base_loader(run)(), train, cache=ArtifactCache(), precision=run.parameters["encode_precision"],
                            show_progress=False, stage=run.planned(store_stage()))
@@ -481,14 +481,14 @@ def base_store(run: ChapterRun, train: TrainingData) -> EmbeddingStore:
 
 def dev_set(run: ChapterRun) -> Any:
     """STS-B dev (``dev_max_pairs`` of it, seeded): the final models' selection set."""
-    from ..data.records import subset
+    from ...data.records import subset
 
     return subset(run.load("stsbenchmark", "dev"), run.parameters["dev_max_pairs"], 0, "dev_max_pairs")
 
 
 def dev_selection(run: ChapterRun, dev: Any) -> Any:
     """The final models' STS-B dev evaluator on ``dev`` (None without selection: ``final_eval_fraction`` 0)."""
-    from ..evaluation.scoring import dev_evaluator
+    from ...evaluation.scoring import dev_evaluator
 
     p = run.parameters
     return dev_evaluator("STSb", dev, precision=p["encode_precision"]) if p["final_eval_fraction"] else None
@@ -496,7 +496,7 @@ def dev_selection(run: ChapterRun, dev: Any) -> Any:
 
 def switch_on(switch: tuple[str, float] | None) -> Callable[[SentenceTransformer], Any] | None:
     """The model change of a dropout ``switch`` ((kind, rate); None: none)."""
-    from ..models import set_attention_dropout, set_drophead
+    from ...models import set_attention_dropout, set_drophead
 
     if switch is None:
         return None
@@ -509,8 +509,8 @@ def train_final(run: ChapterRun, train: TrainingData, final: FinalRun, stores: S
                 evaluator: Any) -> tuple[SentenceTransformer, TrainingResult]:
     """Algorithm 1, line 7: the final model ``final`` (Eq. 3 with the regulators of ``stores``; none: Eq. 1), selected
     on ``evaluator`` (:func:`dev_selection`) where ``final_eval_fraction`` is set, under :func:`final_stage`."""
-    from ..training import NoDuplicatesBatchSampler
-    from ..training.entropy_models import train_final_model
+    from ...training import NoDuplicatesBatchSampler
+    from ...training.entropy_models import train_final_model
 
     p = run.parameters
     load, turn = base_loader(run), switch_on(final.switch)
@@ -530,7 +530,7 @@ def faq_baselines(p: Mapping[str, Any]) -> dict[str, tuple[str, float]]:
 
 def faq_bank(run: ChapterRun, bank: str) -> tuple[Any, list[Any]]:
     """The FAQ ``bank``'s pairs and their ``faq_folds`` grouped folds (``faq_fold_seed``, ``faq_dev_fraction``)."""
-    from ..data.folds import grouped_query_folds
+    from ...data.folds import grouped_query_folds
 
     p = run.parameters
     record = run.load(bank, "faq_pairs")
@@ -543,7 +543,7 @@ def faq_arguments(run: ChapterRun, bank: str) -> dict[str, Any]:
     baselines' switches, each run's stage (:func:`faq_stage_names`)."""
     from dataclasses import replace
 
-    from ..training import NoDuplicatesBatchSampler
+    from ...training import NoDuplicatesBatchSampler
 
     p = run.parameters
     config = replace(training_config(p, p["seeds"][0], p["faq_max_steps"]), epochs=p["faq_epochs"],
@@ -562,7 +562,7 @@ def build_faq_stage(run: ChapterRun, bank: str, fold: int, trained_as: str, phi:
     """Build Table 2's run ``trained_as`` (:func:`faq_stage`'s run) of fold ``fold`` on ``bank`` alone, as the
     notebook's cross-validation builds it (the runs it reads loaded from the cache). A bank the run's data root lacks
     builds nothing (:func:`faq_data_missing`: the notebook does not run it either)."""
-    from ..training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE, faq_fold_stage
+    from ...training.cross_validation import ENTROPY_MODEL, FINAL, INITIAL, STORE, faq_fold_stage
 
     if faq_data_missing(bank, run.data.root):
         return
@@ -602,7 +602,7 @@ def rcl_paper_projection(measured: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`projection` of the RCL chapter's paper profile (its notebook's defaults and profile, as shipped)
     from a ``benchmarks/rcl_gpu.py`` record (``measured["results"]``: each stage's ``median_step_s``, the
     store's ``store_write_sentences_per_s``), with the counts of its plan (:func:`plan`)."""
-    from ..book.parameters import shipped_parameters
+    from ...book.parameters import shipped_parameters
 
     paper = shipped_parameters(NAME)
     results = measured["results"]
@@ -717,6 +717,7 @@ def central_claims(p: Mapping[str, Any]) -> list[Central]:
 
 CHAPTER = Chapter(
     name=NAME,
+    order=3,
     title="RCL: regularized contrastive learning with entropy models (Tan et al. 2022)",
     memory=memory_rows,
     memory_record=MEMORY_RECORD,

@@ -25,22 +25,22 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
-from ..book.chapter_spec import Chapter
-from ..book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell, recorded
-from ..book.estimates.cost import registry_count, run_steps
-from ..book.estimates.coverage import scored_sets
-from ..book.estimates.gpu_memory import MemoryRow, benchmark_record
-from ..book.estimates.plan import Plan, PlannedStage, stage_name
-from ..book.output.claims import DECIDED, Central
-from ..errors import DataMissingError
-from ..training.variants import VARIANTS, training_order
+from ...book.chapter_spec import Chapter
+from ...book.estimates.benchmarks import Measurement, health_columns, interval_cell, mean_std_cell, recorded
+from ...book.estimates.cost import registry_count, run_steps
+from ...book.estimates.coverage import scored_sets
+from ...book.estimates.gpu_memory import MemoryRow, benchmark_record
+from ...book.estimates.plan import Plan, PlannedStage, stage_name
+from ...book.output.claims import DECIDED, Central
+from ...errors import DataMissingError
+from .variants import VARIANTS, training_order
 
 if TYPE_CHECKING:
-    from ..book.notebook.chapter_run import ChapterRun
-    from ..data.records import TrainingData
-    from ..training import Trainer
-    from ..training.seeds import SavedModel, SeedRuns
-    from ..training.variants import LossSettings
+    from ...book.notebook.chapter_run import ChapterRun
+    from ...data.records import TrainingData
+    from ...training import Trainer
+    from ...training.seeds import SavedModel, SeedRuns
+    from .variants import LossSettings
 
 NAME = "bsc"
 MEMORY_RECORD = "bsc_gpu_h100.json"
@@ -84,7 +84,7 @@ def _registry_size(name: str, share: float = 1.0) -> tuple[int, int]:
     """(pairs, texts encoded to score them) of a registered "dataset/split", or of ``share`` of it: a retrieval
     set's judged (query, document) pairs, and its queries with their candidates, or the whole base every query
     ranks (PFCC-S's verified claims); a pair set's pairs and their two texts."""
-    from ..data.registry import info
+    from ...data.registry import info
 
     dataset, split = name.split("/")
     entry, count = info(dataset).splits[split], registry_count(name)
@@ -193,9 +193,9 @@ def task_data(run: ChapterRun, name: str) -> TaskData:
     subset for a pair set), its dev data (the last tenth under ``"9:1"``, else ``dev_max_queries`` of ``dev_data``,
     seeded), its pairs labelled as the task scores them (Antique's grades scaled to [0, 1], else binary). Raises
     :class:`~sentcl.errors.DataMissingError` where the data root lacks them (the task is not run)."""
-    from ..data.judged_pairs import first_questions, training_pairs
-    from ..data.records import RetrievalSet, subset
-    from ..evaluation.tasks import task
+    from ...data.judged_pairs import first_questions, training_pairs
+    from ...data.records import RetrievalSet, subset
+    from ...evaluation.tasks import task
 
     p = run.parameters
     fell_back = None
@@ -233,7 +233,7 @@ def data_absent(p: Mapping[str, Any], name: str) -> str:
 def loss_settings(p: Mapping[str, Any], name: str) -> LossSettings:
     """Task ``name``'s loss hyperparameters (§5.2): τ, normalisation, the two sides of Eq. 1, the threshold of a
     positive, μ of Eq. 6, the triplet loss's margin and distance."""
-    from ..training.variants import LossSettings
+    from .variants import LossSettings
 
     return LossSettings(temperature=p["temperature"][name], normalization=p["normalization"][name], symmetric=p["symmetric"],
                         sides=p["sides"], threshold=p["threshold"].get(name, 0.5), identical_anchors=p["identical_anchors"],
@@ -244,7 +244,7 @@ def loss_settings(p: Mapping[str, Any], name: str) -> LossSettings:
 def sampler_for(p: Mapping[str, Any], name: str, batches: str) -> Any:
     """The batches of a variant (§3.2: Algorithm 1's example-based shuffling, or an ablation's), with task
     ``name``'s group size."""
-    from ..training.variants import batch_sampler
+    from .variants import batch_sampler
 
     return batch_sampler(batches, group_size=p["group_size"].get(name, 8), neighbours=p["neighbours"],
                          clusters=p["clusters"], column=p["shuffle_column"], start_epoch=p["shuffle_start_epoch"],
@@ -254,9 +254,9 @@ def sampler_for(p: Mapping[str, Any], name: str, batches: str) -> Any:
 def pfcc_negatives(run: ChapterRun, record: Any) -> Callable[[TrainingData], list[tuple[str, str]]]:
     """PFCC-S (§4): training pairs -> for each tweet, the verified claims of ``record``'s whole database at ranks
     100 + 2^k by an SBERT (``pfcc_negatives_model``)."""
-    from ..data.judged_pairs import log_rank_negative_pairs
-    from ..embeddings import embedder
-    from ..models import load_encoder
+    from ...data.judged_pairs import log_rank_negative_pairs
+    from ...embeddings import embedder
+    from ...models import load_encoder
 
     p = run.parameters
 
@@ -270,7 +270,7 @@ def pfcc_negatives(run: ChapterRun, record: Any) -> Callable[[TrainingData], lis
 def row_data(run: ChapterRun, data: TaskData, row: str) -> TrainingData:
     """The rows ``row``'s variant trains on (:func:`sentcl.data.judged_pairs.training_rows`): the task's pairs, its
     positives, its pointwise rows or its triplets (PFCC-S's negatives sampled by :func:`pfcc_negatives`)."""
-    from ..data.judged_pairs import training_rows
+    from ...data.judged_pairs import training_rows
 
     p = run.parameters
     return training_rows(data.pairs, VARIANTS[row].rows, threshold=p["threshold"].get(data.name, 0.5),
@@ -279,15 +279,15 @@ def row_data(run: ChapterRun, data: TaskData, row: str) -> TrainingData:
 
 def trainer_for(run: ChapterRun, data: TaskData, row: str, rows: TrainingData, seed: int, start: str | None) -> Trainer:
     """Seed ``seed``'s trainer of ``row`` on task ``data`` (its training ``rows``: :func:`row_data`): the variant's
-    loss (:func:`sentcl.training.variants.loss_factory`, the task's :func:`loss_settings`) and batches
+    loss (:func:`sentcl.chapters.bsc.variants.loss_factory`, the task's :func:`loss_settings`) and batches
     (:func:`sampler_for`), AdamW (with bias correction where ``bias_correction`` says) with linear warm-up and
     decay, one evaluation on the dev data per epoch keeping the best (``select_on_dev``, on the table's first
     metric), the model loaded from ``start`` (the folder of the model it fine-tunes; None: ``base_model``)."""
-    from ..evaluation.scoring import dev_evaluator
-    from ..evaluation.tasks import task
-    from ..models import load_encoder
-    from ..training import Trainer, TrainingConfig
-    from ..training.variants import loss_factory
+    from ...evaluation.scoring import dev_evaluator
+    from ...evaluation.tasks import task
+    from ...models import load_encoder
+    from ...training import Trainer, TrainingConfig
+    from .variants import loss_factory
 
     p, name, variant = run.parameters, data.name, VARIANTS[row]
     select = p["select_on_dev"]
@@ -310,7 +310,7 @@ def train_row(run: ChapterRun, data: TaskData, row: str, *, seeds: Sequence[int]
     (cached: a rerun loads it), each seed's run from ``starts_from`` (seed -> the model it fine-tunes; None: the base
     model), and score what ``seed_summary`` reports with ``score`` (:func:`sentcl.training.seeds.train_seeds`);
     ``save_to`` keeps the models a row fine-tuning this one starts from."""
-    from ..training.seeds import train_seeds
+    from ...training.seeds import train_seeds
 
     p = run.parameters
     rows = row_data(run, data, row)
@@ -436,7 +436,7 @@ def _decided_by_steps(result: dict[str, Any]) -> str:
 def check_parameters(p: Mapping[str, Any]) -> None:
     """Refuses, before any work, a seed summary the parameters ``p`` cannot compute
     (:func:`sentcl.training.seeds.check_seed_summary`)."""
-    from ..training.seeds import check_seed_summary
+    from ...training.seeds import check_seed_summary
 
     check_seed_summary(p["seed_summary"], p["seeds"], p["select_on_dev"])
 
@@ -486,6 +486,7 @@ def central_claims(p: Mapping[str, Any]) -> list[Central]:
 
 CHAPTER = Chapter(
     name=NAME,
+    order=2,
     title="BSC: batch-softmax contrastive loss (Chernyavskiy et al. 2022)",
     memory=memory_rows,
     memory_record=MEMORY_RECORD,

@@ -5,12 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sentcl.book.output.results import paper_values
-from sentcl.errors import ConfigError
-from sentcl.losses import BatchSoftmaxContrastiveLoss, ComboLoss, TripletLoss
-from sentcl.models import load_encoder
-from sentcl.training.samplers import RandomBatchSampler, SequentialBatchSampler
-from sentcl.training.shuffling import ClusterShuffler, ExampleBasedShuffler
-from sentcl.training.variants import (
+from sentcl.chapters.bsc.variants import (
     VARIANTS,
     LossSettings,
     Variant,
@@ -19,6 +14,11 @@ from sentcl.training.variants import (
     started_from,
     training_order,
 )
+from sentcl.errors import ConfigError
+from sentcl.losses import BatchSoftmaxContrastiveLoss, ComboLoss, TripletLoss
+from sentcl.models import load_encoder
+from sentcl.training.samplers import RandomBatchSampler, SequentialBatchSampler
+from sentcl.training.shuffling import ClusterShuffler, ExampleBasedShuffler
 
 CITED_OR_UNTRAINED = {"SimCSE (unsup.)", "Hashemi et al. (2020)", "Nakov et al. (2017)", "Shaar et al. (2020)",
                       "Thakur et al. (2021)", "Thakur et al. (2021) (augmented SBERT)", "Reimers and Gurevych (2019)"}

@@ -4,8 +4,8 @@ measurement), its plan of runs (:func:`plan`: no GPU record), and how each plann
 
 :func:`build` builds any one planned stage alone (``sentcl reproduce --executor ray``: one task each) by its ``args``,
 through the functions the notebook itself calls (:func:`training_pairs`, :func:`train`; RCL's entropy models and
-stores: :func:`entropy_model`, :func:`store`, through :mod:`sentcl.training.comparison`'s RCL steps, which
-:func:`~sentcl.training.comparison.train_method` runs), so a task builds the very keys the notebook then finds.
+stores: :func:`entropy_model`, :func:`store`, through :mod:`sentcl.chapters.geometry.comparison`'s RCL steps, which
+:func:`~sentcl.chapters.geometry.comparison.train_method` runs), so a task builds the very keys the notebook then finds.
 """
 
 from __future__ import annotations
@@ -15,22 +15,22 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..book.chapter_spec import Chapter
-from ..book.estimates.cost import chapter_stages, run_steps
-from ..book.estimates.gpu_memory import MemoryRow, chapter_rows, estimated
-from ..book.estimates.plan import Plan, PlannedStage, stage_name
-from ..errors import ConfigError
-from . import rcl
-from .mnrl_sbert import load_nli
+from ...book.chapter_spec import Chapter
+from ...book.estimates.cost import chapter_stages, run_steps
+from ...book.estimates.gpu_memory import MemoryRow, chapter_rows, estimated
+from ...book.estimates.plan import Plan, PlannedStage, stage_name
+from ...errors import ConfigError
+from ..mnrl_sbert import load_nli
+from ..rcl import CHAPTER as RCL
 
 if TYPE_CHECKING:
     import pandas as pd
     from sentence_transformers import SentenceTransformer
 
-    from ..book.notebook.chapter_run import ChapterRun
-    from ..data.records import TrainingData
-    from ..training import TrainingConfig, TrainingResult
-    from ..training.comparison import MethodRun, MethodSettings
+    from ...book.notebook.chapter_run import ChapterRun
+    from ...data.records import TrainingData
+    from ...training import TrainingConfig, TrainingResult
+    from .comparison import MethodRun, MethodSettings
 
 NAME = "geometry"
 
@@ -49,8 +49,8 @@ compared with."""
 def equal_budget_columns(sts_tasks: Sequence[str], retrieval_task: str) -> dict[str, dict[str, tuple[str, str]]]:
     """The equal-budget tables -> their columns -> (the task scored, its metric): :data:`STS_TABLE`, each of
     ``sts_tasks`` by its Spearman and their average; :data:`RETRIEVAL_TABLE`, each metric of ``retrieval_task``."""
-    from ..book.output.evidence import AVERAGE
-    from ..evaluation.tasks import task
+    from ...book.output.evidence import AVERAGE
+    from ...evaluation.tasks import task
 
     return {STS_TABLE: {c: (c, "Spearman") for c in sts_tasks} | {"Average": (AVERAGE, "")},
             RETRIEVAL_TABLE: {f"{retrieval_task} {m.label}": (retrieval_task, m.label) for m in task(retrieval_task).metrics}}
@@ -76,7 +76,7 @@ def store_stage(model: str, phi: float) -> str:
 
 
 def stage_names(method: str, model: str, seed: int, planned: Callable[[str], str] = str) -> dict[str, Any]:
-    """The stage names :func:`sentcl.training.comparison.train_method` takes for ``method``'s run from ``model`` with
+    """The stage names :func:`sentcl.chapters.geometry.comparison.train_method` takes for ``method``'s run from ``model`` with
     ``seed``: its own (``stage``) and, read by RCL alone, its entropy models' (``entropy_stage``) and their stores'
     (``store_stage``); a store's name passes ``planned`` (the notebook's
     :meth:`~sentcl.book.notebook.chapter_run.ChapterRun.planned`; a training's is checked where it is trained)."""
@@ -93,7 +93,7 @@ def plan(p: Mapping[str, Any], pairs: int = GEOMETRY_PAPER_PAIRS) -> Plan:
     of the pairs encoded), the stores read by every final RCL run; per control encoder (``control_models``) and seed
     one :data:`CONTROL_METHOD` run of the same budget. Counted per family and seed, where two families of one
     encoder count its runs once (the notebook trains them once)."""
-    from ..training.comparison import MethodSettings
+    from .comparison import MethodSettings
 
     rows = min(p["train_rows"] or pairs, pairs)
     steps = run_steps(rows, p["batch_size"], p["epochs"], p["max_steps"])
@@ -124,7 +124,7 @@ def family_methods(p: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     ``base_models``; :data:`CONTROL_METHOD` alone, under the same budget and seeds, from each of ``control_models``
     (family -> encoder: a control, such as the base's architecture at random initialisation, whose run says what
     the base's pretraining brings). A control named like a base family is refused."""
-    from ..training.comparison import METHODS
+    from .comparison import METHODS
 
     clash = sorted(set(p["base_models"]) & set(p["control_models"]))
     if clash:
@@ -185,7 +185,7 @@ def control_claims(p: Mapping[str, Any]) -> list[tuple[str, str, str, bool]]:
 def base_loader(p: Mapping[str, Any], family: str) -> Callable[[], SentenceTransformer]:
     """A loader of ``family``'s untouched encoder (``pooling``, ``max_seq_length``; each call a fresh copy): where
     every method of the family starts."""
-    from ..models import load_encoder
+    from ...models import load_encoder
 
     return lambda: load_encoder(encoder(p, family), pooling=p["pooling"], max_seq_length=p["max_seq_length"])
 
@@ -193,7 +193,7 @@ def base_loader(p: Mapping[str, Any], family: str) -> Callable[[], SentenceTrans
 def training_pairs(run: ChapterRun) -> TrainingData:
     """The (premise, entailment hypothesis) pairs every method trains on: those of the run's NLI train sets
     (``nli_datasets``, merged: :func:`sentcl.chapters.mnrl_sbert.load_nli`), ``train_rows`` of them (seeded; 0: all)."""
-    from ..data.records import subset
+    from ...data.records import subset
 
     return subset(load_nli(run).entailment_pairs, run.parameters["train_rows"], 0, "train_rows")
 
@@ -209,10 +209,10 @@ def trajectory_every(p: Mapping[str, Any], pairs: TrainingData) -> int:
 
 
 def method_settings(p: Mapping[str, Any]) -> MethodSettings:
-    """Each method's own settings (:class:`~sentcl.training.comparison.MethodSettings`: MNRL's and RCL's scale,
+    """Each method's own settings (:class:`~sentcl.chapters.geometry.comparison.MethodSettings`: MNRL's and RCL's scale,
     BSC's temperature and example-based shuffling, RCL's φs, entropy budget, early stopping and regulator scale,
     IFCL's temperature, queue and twins) from the parameters; RCL's entropy models warm up as the budget does."""
-    from ..training.comparison import MethodSettings
+    from .comparison import MethodSettings
 
     return MethodSettings(
         scale=p["scale"], bsc_temperature=p["bsc_temperature"], group_size=p["bsc_group_size"], neighbours=p["bsc_neighbours"],
@@ -224,7 +224,7 @@ def method_settings(p: Mapping[str, Any]) -> MethodSettings:
 
 def training_config(p: Mapping[str, Any], seed: int) -> TrainingConfig:
     """The one budget with ``seed`` (SBERT's NLI setting in the paper profile): every method's run."""
-    from ..training import TrainingConfig
+    from ...training import TrainingConfig
 
     return TrainingConfig(epochs=p["epochs"], batch_size=p["batch_size"], learning_rate=p["learning_rate"], optimizer="adamw",
                           weight_decay=p["weight_decay"], warmup_ratio=p["warmup_ratio"], max_grad_norm=1.0, seed=seed,
@@ -234,10 +234,10 @@ def training_config(p: Mapping[str, Any], seed: int) -> TrainingConfig:
 
 def train(run: ChapterRun, pairs: TrainingData, method: str, family: str, seed: int) -> MethodRun:
     """Train ``method`` from ``family``'s encoder on ``pairs`` with ``seed`` under the one budget
-    (:func:`sentcl.training.comparison.train_method`: MNRL, BSC, RCL's Eq. 3 after its entropy models and stores,
+    (:func:`sentcl.chapters.geometry.comparison.train_method`: MNRL, BSC, RCL's Eq. 3 after its entropy models and stores,
     IFCL), under the planned stages :func:`stage_names` (cached: a rerun loads it); a seed of ``trajectory_seeds``
     with a geometry callback every :func:`trajectory_every` steps (the trajectory kept beside the run)."""
-    from ..training.comparison import train_method
+    from .comparison import train_method
 
     p = run.parameters
     callbacks = [run.geometry_callback(trajectory_every(p, pairs))] if seed in p["trajectory_seeds"] else []
@@ -248,8 +248,8 @@ def train(run: ChapterRun, pairs: TrainingData, method: str, family: str, seed: 
 
 def entropy_model(run: ChapterRun, pairs: TrainingData, family: str, phi: float) -> tuple[SentenceTransformer, TrainingResult]:
     """RCL's entropy model (Eq. 2) at ``phi`` from ``family``'s encoder alone (its store not built), as the first
-    seed's RCL run trains it (:func:`sentcl.training.comparison.rcl_entropy_model`), under :func:`entropy_stage`."""
-    from ..training.comparison import rcl_entropy_model
+    seed's RCL run trains it (:func:`sentcl.chapters.geometry.comparison.rcl_entropy_model`), under :func:`entropy_stage`."""
+    from .comparison import rcl_entropy_model
 
     p = run.parameters
     return rcl_entropy_model(base_loader(p, family), pairs, phi, training_config(p, p["seeds"][0]), method_settings(p),
@@ -259,7 +259,7 @@ def entropy_model(run: ChapterRun, pairs: TrainingData, family: str, phi: float)
 def store(run: ChapterRun, pairs: TrainingData, family: str, phi: float) -> None:
     """The augmented-embedding store of RCL's entropy model at ``phi`` from ``family``'s encoder (Algorithm 1, line 4;
     the entropy model loaded from the cache), as the first seed's RCL run builds it, under :func:`store_stage`."""
-    from ..training.comparison import rcl_augment
+    from .comparison import rcl_augment
 
     p = run.parameters
     names = stage_names("RCL", encoder(p, family), p["seeds"][0], run.planned)
@@ -291,7 +291,7 @@ def paper_cost() -> list[pd.DataFrame]:
     import pandas as pd
 
     return [pd.DataFrame([{"runs of": s.what, "runs": s.runs, "optimizer steps each": f"{s.steps:,}" if s.fewest_steps is None
-                           else f"{s.fewest_steps:,}–{s.steps:,}"} for s in chapter_stages(NAME)]).set_index("runs of")]
+                           else f"{s.fewest_steps:,}–{s.steps:,}"} for s in chapter_stages(CHAPTER)]).set_index("runs of")]
 
 
 def memory_rows(paper: Mapping[str, Any]) -> list[MemoryRow]:
@@ -305,7 +305,7 @@ def memory_rows(paper: Mapping[str, Any]) -> list[MemoryRow]:
 def nearest_measurement() -> str:
     """The sentence under the memory table: its RCL runs are RCL's paper setting, so RCL's record is the nearest
     measurement of the estimate."""
-    nearest = max(chapter_rows(rcl.CHAPTER), key=lambda r: r.peak_gib)
+    nearest = max(chapter_rows(RCL), key=lambda r: r.peak_gib)
     return (f"The nearest measurement: RCL's record of its {nearest.run} (batch {nearest.batch} triplets of "
             f"NLI-like lengths, {nearest.precision}) peaked at {nearest.peak_gib:.2f} GiB, far below the "
             "estimate's bound, which puts every text at 128 tokens.")
@@ -322,6 +322,7 @@ PAPER_MODELS = {"BERT": "bert-base-uncased", "RoBERTa": "roberta-base"}
 
 CHAPTER = Chapter(
     name=NAME,
+    order=5,
     title="Geometry: alignment, uniformity, anisotropy, and the four methods under one budget",
     memory=memory_rows,
     memory_note=nearest_measurement,
