@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from sentcl.book.chapter_spec import Chapter
-from sentcl.chapters import CHAPTERS, chapter
+from sentcl.chapters import CHAPTERS, chapter, discover
 from sentcl.errors import ConfigError
 
 BOOK = Path(__file__).resolve().parents[1] / "lib" / "sentcl" / "book"
@@ -124,3 +124,21 @@ def test_the_registry_lists_every_chapter_in_book_order_with_its_notebook():
 def test_an_unknown_chapter_is_an_error_naming_the_chapters():
     with pytest.raises(ConfigError, match="unknown chapter 'sbert'; chapters: mnrl_sbert, bsc, rcl, ifcl, geometry"):
         chapter("sbert")
+
+
+def test_the_registry_finds_every_chapter_package_in_book_order_and_names_a_broken_one(tmp_path, monkeypatch):
+    """No list names the chapters: a package with a ``CHAPTER`` is one, sorted by its ``order``; a module beside the
+    packages is not a chapter; a package without its ``CHAPTER`` is an error naming it."""
+    root = tmp_path / "toy_chapters"
+    spec = "from sentcl.book.chapter_spec import Chapter\nCHAPTER = Chapter(name={name!r}, title='T', order={order}, memory=lambda p: [])\n"
+    for name, order in (("later", 2), ("first", 1)):
+        (root / name).mkdir(parents=True)
+        (root / name / "__init__.py").write_text(spec.format(name=name, order=order))
+    (root / "__init__.py").write_text("")
+    (root / "helpers.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert list(discover("toy_chapters")) == ["first", "later"]
+    (root / "broken").mkdir()
+    (root / "broken" / "__init__.py").write_text("")
+    with pytest.raises(ConfigError, match=r"toy_chapters\.broken: a chapter package defines CHAPTER, a Chapter named 'broken'"):
+        discover("toy_chapters")

@@ -19,14 +19,14 @@ from ..book.chapter_spec import Chapter
 from ..errors import ConfigError
 
 
-def _found() -> dict[str, Chapter]:
-    """Every chapter package's ``CHAPTER``, by name, in book order; a package whose ``CHAPTER`` is missing or
-    misnamed is a ConfigError naming it."""
+def discover(package: str) -> dict[str, Chapter]:
+    """Every ``CHAPTER`` of the packages inside ``package`` (a module beside them is not a chapter), by name, in book
+    order; a package whose ``CHAPTER`` is missing or named otherwise is a ConfigError naming it."""
     found = []
-    for info in pkgutil.iter_modules(__path__):
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
         if not info.ispkg:
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        module = importlib.import_module(f"{package}.{info.name}")
         spec = getattr(module, "CHAPTER", None)
         if not isinstance(spec, Chapter) or spec.name != info.name:
             raise ConfigError(f"{module.__name__}: a chapter package defines CHAPTER, a Chapter named {info.name!r}")
@@ -34,7 +34,7 @@ def _found() -> dict[str, Chapter]:
     return {c.name: c for c in sorted(found, key=lambda c: (c.order, c.name))}
 
 
-CHAPTERS: dict[str, Chapter] = _found()
+CHAPTERS: dict[str, Chapter] = discover(__name__)
 """Every chapter by name, in book order; a chapter's notebook is ``notebooks/<name>.ipynb``."""
 
 
@@ -46,4 +46,4 @@ def chapter(name: str) -> Chapter:
         raise ConfigError(f"unknown chapter {name!r}; chapters: {', '.join(CHAPTERS)}") from None
 
 
-__all__ = ["CHAPTERS", "Chapter", "chapter"]
+__all__ = ["CHAPTERS", "Chapter", "chapter", "discover"]
