@@ -42,7 +42,7 @@ def trained_models(out: Path, chapter: str) -> dict[str, Any]:
     """Name -> the training record of every model the run in ``out`` trained (its health, its artifact folder): each
     once, a model that several rows rest on too (RCL's Eq. 1 run is its attention-dropout row), and a model no row
     rests on too (RCL's NLI-trained base)."""
-    from sentcl.book.output.records import read_run_records
+    from sentcl.book.output.run_records import read_run_records
 
     return {r.name: r for r in read_run_records(out / "records") if r.kind == "training" and r.chapter == chapter}
 
@@ -60,8 +60,8 @@ def gather(out: Path, chapter: str, column: str) -> dict[str, Any]:
 
     from sentcl.book.output.claims import read_claims
     from sentcl.book.output.evidence import load_evidence
-    from sentcl.book.output.records import read_run_records
     from sentcl.book.output.results import load_results
+    from sentcl.book.output.run_records import read_run_records
 
     results = load_results(out, [chapter])
     scores = results[results["column"] == column].drop_duplicates("row").set_index("row")

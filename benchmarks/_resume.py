@@ -144,7 +144,7 @@ def write_record(
 
     ``command``: the command line, recorded under ``"command"``; ``with_platform``: record the platform.
     """
-    from sentcl.book.output.records import environment
+    from sentcl.book.output.run_records import environment
     from sentcl.io import atomic_write_json
 
     load_before = os.getloadavg()

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--work", type=Path, default=None, help="where the caches, outputs and logs go (default: a temporary folder)")
     args = parser.parse_args(argv)
     from sentcl.book.output.layout import Layout
-    from sentcl.book.output.records import environment
+    from sentcl.book.output.run_records import environment
     from sentcl.io import atomic_write_json
 
     work = args.work or Path(tempfile.mkdtemp(prefix=f"determinism-{args.profile}-"))

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from sentcl.book.output.records import environment
+    from sentcl.book.output.run_records import environment
     from sentcl.data import load, samples_root
     from sentcl.data.augmentation import fusion_twins
     from sentcl.io import atomic_write_json

@@ -137,7 +137,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    from sentcl.book.output.records import device_description, environment
+    from sentcl.book.output.run_records import device_description, environment
     from sentcl.io import atomic_write_json
 
     load_before = os.getloadavg()

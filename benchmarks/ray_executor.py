@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--runs-per-gpu", type=int, default=1, help="Ray tasks sharing one GPU (a machine with GPUs)")
     parser.add_argument("--work", type=Path, default=None, help="where the two runs' caches and outputs go (default: a temporary folder)")
     args = parser.parse_args(argv)
-    from sentcl.book.output.records import environment
+    from sentcl.book.output.run_records import environment
     from sentcl.io import atomic_write_json
 
     work = args.work or Path(tempfile.mkdtemp(prefix=f"ray-{args.profile}-"))

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULT))
     args = parser.parse_args(argv)
 
-    from sentcl.book.output.records import environment
+    from sentcl.book.output.run_records import environment
     from sentcl.embeddings.store import write_store
     from sentcl.io import atomic_write_json
     from sentcl.losses import RegulatorLoss

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sentcl.book.output.records import environment, read_run_records
+from sentcl.book.output.run_records import environment, read_run_records
 from sentcl.chapters import CHAPTERS
 from sentcl.io import atomic_write_json
 

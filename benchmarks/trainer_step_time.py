@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
-    from sentcl.book.output.records import environment
+    from sentcl.book.output.run_records import environment
     from sentcl.io import atomic_write_json
 
     steps = args.warmup + args.steps + 1  # step times are differences of consecutive step ends

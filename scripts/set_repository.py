@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Set the project's repository address: ``[project.urls] Repository`` in ``pyproject.toml``, the
 default source of every notebook's install cell and the README's install command
-(:func:`sentcl.book.build.install.set_repository`). The book's Colab buttons take it from
+(:func:`sentcl.book.publishing.install.set_repository`). The book's Colab buttons take it from
 ``pyproject.toml`` at build time.
 
 Usage: .venv/bin/python scripts/set_repository.py https://github.com/you/sentcl
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sentcl.book.build.install import set_repository
+from sentcl.book.publishing.install import set_repository
 from sentcl.errors import SentclError
 
 if __name__ == "__main__":

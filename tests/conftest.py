@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.book.build import site
+from sentcl.book.publishing import site
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +81,7 @@ def project_root() -> Path:
 @pytest.fixture(scope="session")
 def sentcl_wheel(tmp_path_factory) -> Path:
     """sentcl's wheel built from the checkout (what the book puts beside its pages)."""
-    from sentcl.book.build import install
+    from sentcl.book.publishing import install
 
     return install.build_wheel(ROOT, tmp_path_factory.mktemp("wheel"))
 

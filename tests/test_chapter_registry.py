@@ -6,7 +6,7 @@ The rule, read from the source of every generic book module (``lib/sentcl/book/*
   attribute or imported name: ``_bsc``, ``k_rcl``, ``rcl_stages``) nor of a string literal that is code
   (``RECORDS["rcl"]``, ``p["rcl_entropy_models"]``, ``"bsc_gpu_h100.json"``), a word being delimited by anything
   but a letter or a digit (so ``_`` delimits, and ``"BSC"``, the paper's method, is another word: case counts).
-- **geometry** is also the name of a kind of measurement (``sentcl.evaluation.geometry``, ``book/output/geometry.py``,
+- **geometry** is also the name of a kind of measurement (``sentcl.evaluation.geometry``, ``book/output/geometry_files.py``,
   ``ChapterRun.record_geometry``), so only a string literal that *is* ``"geometry"`` counts (``chapter ==
   "geometry"``), and ``book/output/layout.py``, which names every path of the output folder, names the measurement's
   folder so.

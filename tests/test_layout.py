@@ -5,7 +5,7 @@ book's generic modules and the chapters, with imports running one way. Read from
 The chapters (``sentcl.chapters``: one package per chapter and the registry that finds them) stand on the
 science and on the book's lower floors (``ground``, ``output``, ``estimates``: the chapter object, the output
 folder, what a plan costs and needs), which take a chapter object and never import a chapter, not even when called.
-A chapter's name becomes its object only on the floors above the chapters (``pages``, ``notebook``, ``build``: the
+A chapter's name becomes its object only on the floors above the chapters (``pages``, ``notebook``, ``publishing``: the
 page builders, :class:`~sentcl.book.notebook.chapter_run.ChapterRun`, the runner and its executor), which a chapter
 never imports at run time. So the import graph of ``sentcl.book`` and ``sentcl.chapters`` has no circle: a test
 says so."""
@@ -85,13 +85,13 @@ MODULES = modules()
 IMPORTS = {module: imports_of(module, path) for module, path in MODULES.items()}
 RUN_TIME_IMPORTS = {module: imports_of(module, path, at_run_time=True) for module, path in MODULES.items()}
 
-FLOORS = ("ground", "output", "estimates", "pages", "notebook", "build")
+FLOORS = ("ground", "output", "estimates", "pages", "notebook", "publishing")
 """The book package's floors, by when their code runs, lowest first; a module imports its own floor and the floors
 below it, never one above. ``ground`` is the book package's own modules (the chapter object, the profiles and their
 parameters, markdown and what a page may say: what every floor reads); ``output`` the output folder (its layout,
 the results, records, evidence, claims and geometry files a run writes); ``estimates`` what a plan of runs will cost
 and need (plan, cost, coverage, GPU memory, measured benchmarks); ``pages`` the pages written from the output
-folder; ``notebook`` the one object a notebook reports through; ``build`` what runs the notebooks and builds the
+folder; ``notebook`` the one object a notebook reports through; ``publishing`` what runs the notebooks and builds the
 book (runner, Ray executor, site, install)."""
 
 
@@ -191,9 +191,9 @@ def test_a_book_module_imports_no_floor_above_its_own(module):
 def test_the_floor_check_sees_an_import_upwards_and_lets_annotations_pass(tmp_path):
     path = tmp_path / "fake.py"
     path.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..notebook.chapter_run import ChapterRun\n"
-                    "def f():\n    from ..build import runner\n")
+                    "def f():\n    from ..publishing import runner\n")
     found = imports_of("sentcl.book.output.fake", path, at_run_time=True)
-    assert "sentcl.book.build.runner" in found and "sentcl.book.notebook.chapter_run" not in found
+    assert "sentcl.book.publishing.runner" in found and "sentcl.book.notebook.chapter_run" not in found
     assert "sentcl.book.notebook.chapter_run" in imports_of("sentcl.book.output.fake", path)
 
 

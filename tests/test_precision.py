@@ -9,7 +9,7 @@ import torch
 from sentcl import precision
 from sentcl.artifacts import ArtifactCache
 from sentcl.book.notebook.chapter_run import ChapterRun
-from sentcl.book.output.records import read_run_records
+from sentcl.book.output.run_records import read_run_records
 from sentcl.data import TrainingData
 from sentcl.data.registry import load, samples_root
 from sentcl.embeddings import encode

@@ -2,8 +2,8 @@
 
 Each command group lives beside the code it drives and registers itself here:
 ``sentcl data ...`` (:mod:`sentcl.data.cli`), ``sentcl evaluate ...``
-(:mod:`sentcl.evaluation.cli`), ``sentcl reproduce`` (:mod:`sentcl.book.build.runner`) and
-``sentcl wheel`` (:mod:`sentcl.book.build.install`) and ``sentcl pretrain``
+(:mod:`sentcl.evaluation.cli`), ``sentcl reproduce`` (:mod:`sentcl.book.publishing.runner`) and
+``sentcl wheel`` (:mod:`sentcl.book.publishing.install`) and ``sentcl pretrain``
 (:mod:`sentcl.pretraining.cli`).
 A :class:`~sentcl.errors.SentclError` is printed as one line and exits with status 2.
 """
@@ -22,8 +22,8 @@ from .errors import SentclError
 COMMANDS = [
     ("data", "sentcl.data.cli", "inspect, check and download datasets"),
     ("evaluate", "sentcl.evaluation.cli", "evaluate a sentence encoder (STS, retrieval)"),
-    ("reproduce", "sentcl.book.build.runner", "run the chapter notebooks with papermill and build the book"),
-    ("wheel", "sentcl.book.build.install", "build sentcl's release wheel"),
+    ("reproduce", "sentcl.book.publishing.runner", "run the chapter notebooks with papermill and build the book"),
+    ("wheel", "sentcl.book.publishing.install", "build sentcl's release wheel"),
     ("pretrain", "sentcl.pretraining.cli", "pretrain sentcl-mini by masked-language modelling, or --verify the shipped one"),
 ]
 

@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from sentcl.book.notebook.chapter_run import ChapterRun
-from sentcl.book.output.records import read_run_records
+from sentcl.book.output.run_records import read_run_records
 from sentcl.data import TrainingData, load, samples_root
 from sentcl.errors import ConfigError
 from sentcl.losses import MultipleNegativesRankingLoss

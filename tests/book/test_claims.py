@@ -24,7 +24,7 @@ from sentcl.book.output.claims import (
 )
 from sentcl.book.output.evidence import load_evidence
 from sentcl.errors import ConfigError
-from sentcl.evaluation.items import ItemTerms
+from sentcl.evaluation.per_item import ItemTerms
 
 
 @pytest.fixture

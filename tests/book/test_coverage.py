@@ -13,7 +13,7 @@ from sentcl.book.estimates.coverage import (
     write_coverage,
 )
 from sentcl.book.output.layout import Layout
-from sentcl.book.pages.generated import coverage_text
+from sentcl.book.pages.fragments import coverage_text
 from sentcl.chapters import CHAPTERS, chapter
 from sentcl.data.registry import info
 from sentcl.errors import ConfigError, DataFormatError

@@ -22,9 +22,9 @@ import psutil
 import pytest
 
 from sentcl.artifacts import MANIFEST
-from sentcl.book.build.executor import jobs, last_line
 from sentcl.book.output.layout import Layout
 from sentcl.book.parameters import shipped_parameters
+from sentcl.book.publishing.executor import jobs, last_line
 from sentcl.chapters import CHAPTERS as REGISTRY
 from sentcl.training.checkpoint import checkpoints
 
@@ -175,7 +175,7 @@ def test_two_chapters_runs_of_one_name_keep_a_record_each(tmp_path, monkeypatch)
     """The tasks of a chapter write their records under that chapter's run id (Job.run_id), as its notebook does in
     process: RCL's and the geometry chapter's entropy models share a run name, and each keeps its record (under one
     run id for every task, the second overwrote the first)."""
-    from sentcl.book.build.executor import build_stage
+    from sentcl.book.publishing.executor import build_stage
     from sentcl.chapters import geometry, rcl
 
     monkeypatch.setenv("SENTCL_CACHE", str(tmp_path / "cache"))

@@ -9,7 +9,7 @@ import matplotlib
 import pytest
 from matplotlib.text import Text
 
-from sentcl.book.output.geometry import (
+from sentcl.book.output.geometry_files import (
     alignment_uniformity_figure,
     anisotropy_figure,
     distinct_models,
@@ -158,7 +158,7 @@ def test_the_answer_reads_the_equal_budget_claims_against_mnrl_and_the_base(tmp_
     from sentcl.book.notebook.chapter_run import ChapterRun
     from sentcl.book.output.claims import Claim
     from sentcl.book.pages.answer import answer
-    from sentcl.book.pages.generated import chapter_states
+    from sentcl.book.pages.fragments import chapter_states
     from sentcl.book.profiles import SampleDataWarning
 
     with pytest.warns(SampleDataWarning):

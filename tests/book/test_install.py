@@ -1,4 +1,4 @@
-"""How sentcl reaches a notebook's machine (sentcl.book.build.install): the repository's address set in
+"""How sentcl reaches a notebook's machine (sentcl.book.publishing.install): the repository's address set in
 one place, the install cell derived from it, the placeholder never published, the wheel beside
 the book's pages."""
 
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from sentcl.book import versions
-from sentcl.book.build import install, site
+from sentcl.book.publishing import install, site
 from sentcl.errors import ConfigError, SentclError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -284,7 +284,7 @@ def test_an_install_failure_stops_the_cell_with_its_one_line():
 
 
 def test_the_prepare_command_says_what_it_installed_in_one_line(monkeypatch, capsys):
-    """`python -m sentcl.book.build.install offline` (install.PREPARE_COMMAND), before an unattended run."""
+    """`python -m sentcl.book.publishing.install offline` (install.PREPARE_COMMAND), before an unattended run."""
     monkeypatch.setattr(install, "install_dependencies", lambda *extras: {"faiss-cpu": (None, "1.15.1"), "tqdm": ("4.65.2", "4.70.1")})
     assert install.main(["offline"]) == 0
     assert capsys.readouterr().out == "sentcl: installed faiss-cpu 1.15.1, tqdm 4.70.1; kept the rest\n"
@@ -301,7 +301,7 @@ def test_the_prepare_command_says_what_it_installed_in_one_line(monkeypatch, cap
 def test_the_install_cell_imports_nothing_it_may_upgrade():
     """The cell imports sentcl's install module into the kernel before the install: were it to import a dependency
     (yaml, packaging...), that module would be loaded at the runtime's version and then changed under the kernel."""
-    code = ("import sys; before = set(sys.modules); import sentcl.book.build.install; "
+    code = ("import sys; before = set(sys.modules); import sentcl.book.publishing.install; "
             "print(sorted({m.partition('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names)))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert proc.stdout.strip() == "['sentcl']"

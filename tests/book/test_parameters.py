@@ -13,8 +13,8 @@ import nbformat
 import pytest
 
 from sentcl.book import parameters
-from sentcl.book.build import runner
 from sentcl.book.profiles import DataChoice
+from sentcl.book.publishing import runner
 from sentcl.chapters import CHAPTERS
 from sentcl.errors import ConfigError
 from sentcl.paths import notebook_file

@@ -1,4 +1,4 @@
-"""One place keeps machine paths off published pages (sentcl.book.public)."""
+"""One place keeps machine paths off published pages (sentcl.book.redaction)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.book.public import DATA_ROOT_LABEL, describe_data, local_paths, public_json, public_output, public_text
+from sentcl.book.redaction import DATA_ROOT_LABEL, describe_data, local_paths, public_json, public_output, public_text
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import sentcl
-from sentcl.book.output import records
 from sentcl.book.output import results as R
+from sentcl.book.output import run_records as records
 from sentcl.book.output.layout import Layout
 from sentcl.errors import ConfigError, DataFormatError
 

@@ -1,4 +1,4 @@
-"""`sentcl reproduce`: parameter validation, profiles, failures, summary (sentcl.book.build.runner)."""
+"""`sentcl reproduce`: parameter validation, profiles, failures, summary (sentcl.book.publishing.runner)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import nbformat
 import pytest
 
 from sentcl import cli
-from sentcl.book.build import runner
-from sentcl.book.output.records import read_run_records
+from sentcl.book.output.run_records import read_run_records
 from sentcl.book.profiles import DataChoice
+from sentcl.book.publishing import runner
 from sentcl.errors import ConfigError
 from sentcl.progress import LABEL_ENV, PROGRESS_ENV
 
@@ -313,7 +313,7 @@ def test_the_command_reads_its_chapters_without_importing_sentence_transformers(
     """`sentcl reproduce` (its runner, every chapter module, their plans, the output folder's readers) imports no
     sentence-transformers: that takes seconds, which every command paid before its first line (12 s for --help, 5 s
     now here); the notebooks and the tasks that train import it where they use it."""
-    code = ("import sys\nimport sentcl.book.build.runner, sentcl.chapters, sentcl.cli\n"
+    code = ("import sys\nimport sentcl.book.publishing.runner, sentcl.chapters, sentcl.cli\n"
             "from sentcl.chapters import CHAPTERS\n"
             "assert CHAPTERS and all(spec.plan for spec in CHAPTERS.values() if spec.build)\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sentence_transformers', 'transformers')))")

@@ -1,5 +1,5 @@
 """The book: generated pages, the offline build, the smoke profile end to end, and a
-check of the rendered pages in headless Chromium (sentcl.book.build.site, sentcl reproduce)."""
+check of the rendered pages in headless Chromium (sentcl.book.publishing.site, sentcl reproduce)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from sentcl.book import public
-from sentcl.book.build import install, site
+from sentcl.book import redaction as public
 from sentcl.book.output.claims import read_claims
-from sentcl.book.output.records import read_run_records
 from sentcl.book.output.results import load_results, paper_values
+from sentcl.book.output.run_records import read_run_records
 from sentcl.book.pages import environment
-from sentcl.book.pages import generated as pages
+from sentcl.book.pages import fragments as pages
 from sentcl.book.pages.findings import findings_section
+from sentcl.book.publishing import install, site
 from sentcl.chapters import CHAPTERS
 from sentcl.errors import SentclError
 
@@ -85,8 +85,8 @@ def test_stage_without_any_run(mathjax, tmp_path):
 
 
 def _state(chapter: str, profile: str | None, sample: bool, ran: bool = True) -> pages.ChapterState:
-    from sentcl.book.output.records import RunRecord
     from sentcl.book.output.results import load_results
+    from sentcl.book.output.run_records import RunRecord
     from sentcl.book.pages.report import compare
 
     record = RunRecord(kind="notebook", name=chapter, chapter=chapter, profile=profile, run_id="r", started="t",
@@ -101,8 +101,8 @@ def demo_output(out: Path, profile: str = "demo", values: dict | None = None) ->
     """An output folder as a demo run on real data leaves it: results within a few tenths of the
     paper's (by coincidence), a notebook run record and a data_used file naming the data root."""
     from sentcl.book.output.claims import write_claims
-    from sentcl.book.output.records import RunRecord, write_run_record
     from sentcl.book.output.results import Result, save_results
+    from sentcl.book.output.run_records import RunRecord, write_run_record
 
     values = values or {("Table 2", "MNRLSBERT"): 78.5, ("Table 2", "SBERT"): 74.9, ("Table 1", "MNRLSBERT"): 78.5}
     data = f"real data from {FAKE_DATA}; STS pairs scored: STSb 1,379"

@@ -2,7 +2,7 @@
 demo and smoke profiles against the paper's: they may differ only where a CPU or a test run must.
 
 The paper profile is the notebook's defaults plus ``paper:`` in ``notebooks/bsc.profiles.yaml``,
-read the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.build.runner`).
+read the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.publishing.runner`).
 """
 
 from __future__ import annotations

@@ -44,9 +44,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from sentcl.book import versions
-from sentcl.book.build import install
-from sentcl.book.output.records import read_run_records
 from sentcl.book.output.results import load_results
+from sentcl.book.output.run_records import read_run_records
+from sentcl.book.publishing import install
 from sentcl.chapters import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -326,7 +326,7 @@ for name in names:
         importlib.import_module(name)
     except ModuleNotFoundError as exc:
         missing[name] = exc.name
-from sentcl.book.build import install
+from sentcl.book.publishing import install
 
 def pip(command):  # pip stood in for: its dry run reports tqdm to install
     if "--report" in command:
@@ -371,7 +371,7 @@ def test_on_python_3_12_and_3_13_what_needs_no_torch_imports_and_the_install_log
     torchless = {canonicalize_name(n).replace("-", "_") for n in NEED_TORCH}
     assert {name: root for name, root in found["missing"].items() if root.partition(".")[0] not in torchless} == {}
     imported = set(found["modules"]) - set(found["missing"])
-    assert {"sentcl.book.build.install", "sentcl.book.versions", "sentcl.cli", "sentcl.data.registry"} <= imported
+    assert {"sentcl.book.publishing.install", "sentcl.book.versions", "sentcl.cli", "sentcl.data.registry"} <= imported
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

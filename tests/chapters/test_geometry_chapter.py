@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from sentcl.book.output.claims import read_claims
-from sentcl.book.output.geometry import load_geometry
+from sentcl.book.output.geometry_files import load_geometry
 from sentcl.book.output.results import load_results
 from sentcl.book.parameters import shipped_parameters
 from sentcl.chapters import geometry

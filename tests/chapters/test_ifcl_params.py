@@ -3,7 +3,7 @@ the chapter documents where they are silent; the demo and smoke profiles against
 differ only where a CPU or a test run must.
 
 The paper profile is the notebook's defaults plus ``paper:`` in ``notebooks/ifcl.profiles.yaml``, read
-the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.build.runner`).
+the way ``sentcl reproduce`` reads them (:mod:`sentcl.book.publishing.runner`).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sentcl.book.build import install
 from sentcl.book.parameters import notebook_parameters
+from sentcl.book.publishing import install
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -31,7 +31,7 @@ def test_notebook_layout(path):
     first, title, setup, resolve = nb.cells[:4]
     assert first.cell_type == "code" and "parameters" in first.metadata.get("tags", [])
     assert title.cell_type == "markdown" and title.source.startswith("# ")
-    # the install cell is the one sentcl.book.build.install writes, installing from the project's repository
+    # the install cell is the one sentcl.book.publishing.install writes, installing from the project's repository
     repository = install.project_urls(ROOT)["Repository"]
     assert setup.cell_type == "code" and setup.source == install.install_cell(install.git_source(repository))
     # the profile is applied right after it, by the chapter's own name
@@ -75,7 +75,7 @@ COST_CALLS = re.compile(r"\b(gpu_summary|write_coverage|measurement_frame|paper_
 
 def plumbing_kind(cell) -> str | None:
     """What plumbing a notebook cell is, or None for a cell of the story. Plumbing: the parameters cell (tag
-    ``parameters``), the install cell (:func:`sentcl.book.build.install.cell_source`), the profile cell (it calls
+    ``parameters``), the install cell (:func:`sentcl.book.publishing.install.cell_source`), the profile cell (it calls
     ``resolve_parameters``), the imports cell (tag ``imports``) and a cost or coverage cell: one that calls
     ``gpu_summary`` (the paper profile's GPU memory), ``write_coverage``, ``measurement_frame`` (a recorded
     measurement) or ``paper_cost`` (the paper profile's cost, counted from its plan: the chapter module's)."""

@@ -17,10 +17,10 @@ from sentcl.data import load, samples_root
 from sentcl.data.records import LabelledPairs, RetrievalSet, ScoredPairs
 from sentcl.embeddings import encode
 from sentcl.errors import ConfigError, DataMissingError
-from sentcl.evaluation import items as items_module
+from sentcl.evaluation import per_item as items_module
 from sentcl.evaluation import scoring
 from sentcl.evaluation.classification import best_threshold_scores, evaluate_pair_classification
-from sentcl.evaluation.items import PairPredictions, PairSimilarities, QueryMetrics, items_from_arrays
+from sentcl.evaluation.per_item import PairPredictions, PairSimilarities, QueryMetrics, items_from_arrays
 from sentcl.evaluation.retrieval import evaluate_retrieval
 from sentcl.evaluation.scoring import dev_evaluator, score
 from sentcl.evaluation.sts import evaluate_sts

@@ -11,7 +11,7 @@ from scipy.stats import spearmanr
 
 from sentcl.data import samples_root
 from sentcl.data.records import ScoredPairs
-from sentcl.evaluation.common import embed_unique, pairwise_cosine, unique_texts
+from sentcl.evaluation.encode_once import embed_unique, pairwise_cosine, unique_texts
 from sentcl.evaluation.scoring import average, score
 from sentcl.evaluation.sts import cosine_spearman, evaluate_sts
 from sentcl.evaluation.tasks import STS_AVERAGE, load_task

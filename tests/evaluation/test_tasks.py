@@ -18,7 +18,7 @@ from sentcl.data import info, load, samples_root
 from sentcl.data.registry import LOADERS
 from sentcl.errors import ConfigError, DataMissingError
 from sentcl.evaluation.classification import evaluate_pair_classification
-from sentcl.evaluation.common import embed_groups
+from sentcl.evaluation.encode_once import embed_groups
 from sentcl.evaluation.retrieval import evaluate_retrieval
 from sentcl.evaluation.scoring import average, evaluate_tasks, score
 from sentcl.evaluation.sts import evaluate_sts

@@ -1,5 +1,5 @@
 """MyST markdown for the generated pages: plain text made safe, tables that scroll sideways, raw HTML
-fragments, durations. Every generated page (:mod:`sentcl.book.pages.generated`, :mod:`sentcl.book.pages.environment`)
+fragments, durations. Every generated page (:mod:`sentcl.book.pages.fragments`, :mod:`sentcl.book.pages.environment`)
 writes its markdown through these."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .public import public_text
+from .redaction import public_text
 
 WIDE_PAGE = "---\nhtml_theme.sidebar_secondary.remove: true\n---\n\n"  # front matter: no contents panel, full width
 

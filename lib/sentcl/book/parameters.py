@@ -13,7 +13,7 @@ notebook run outside a checkout -- on Colab, or by papermill on an installed sen
 
 Two ways to run a notebook get the same values:
 
-- ``sentcl reproduce`` (:mod:`sentcl.book.build.runner`) reads the profile here, checks every value
+- ``sentcl reproduce`` (:mod:`sentcl.book.publishing.runner`) reads the profile here, checks every value
   before anything runs, and injects them all with papermill;
 - a notebook run any other way (``papermill nb.ipynb out.ipynb -p profile smoke``, Jupyter,
   Colab) resolves its own profile in the cell after the install cell:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..paths import data_root
-from .public import describe_data
+from .redaction import describe_data
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ sentcl declares, for each direct dependency, the range it is tested with (``[pro
 (Colab) keeps the runtime's packages that fall in the ranges, so a run may use other versions than the lock's: the
 run records list the versions used (:func:`used_versions`), and :func:`lock_differences` says which differ.
 
-Standard library only: the notebooks' install cell imports this (through :mod:`sentcl.book.build.install`) into a
+Standard library only: the notebooks' install cell imports this (through :mod:`sentcl.book.publishing.install`) into a
 kernel before sentcl's dependencies are installed.
 """
 

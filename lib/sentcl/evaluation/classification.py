@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from ..data.records import LabelledPairs
 from ..embeddings import Embed
 from ..errors import ConfigError
-from .common import pair_embeddings, pairwise_cosine
+from .encode_once import pair_embeddings, pairwise_cosine
 
 
 def _groups(scores: np.ndarray, labels: np.ndarray):

@@ -40,7 +40,7 @@ from scipy.stats import spearmanr
 from ..data.records import ScoredPairs
 from ..embeddings import Embed
 from ..errors import ConfigError
-from .common import as_matrix, embed_unique, l2_normalise, unique_texts
+from .encode_once import as_matrix, embed_unique, l2_normalise, unique_texts
 
 _BLOCK = 2048  # rows per block in the all-pairs sum (a block x n float64 matrix in memory)
 

@@ -21,7 +21,7 @@ grouped, so that a group is not a run of neighbouring, similar rows of the file.
 
 The estimate is the mean of one term per pair, :math:`\ln K + \log \frac{e^{f(a_i, b_i)}}{\sum_j e^{f(a_i, b_j)}}`
 (:attr:`MutualInformation.terms`): a claim between two models resamples the
-pairs (:class:`sentcl.evaluation.items.ItemTerms`). A pair's term also depends on the other candidates of
+pairs (:class:`sentcl.evaluation.per_item.ItemTerms`). A pair's term also depends on the other candidates of
 its group; the resampling treats the terms as independent (an approximation, stated where it is used).
 """
 

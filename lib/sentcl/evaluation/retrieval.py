@@ -58,7 +58,7 @@ import numpy as np
 
 from ..data.records import RetrievalSet
 from ..errors import ConfigError, check_choice
-from .common import as_matrix, embed_unique, l2_normalise, pairwise_cosine, unique_texts
+from .encode_once import as_matrix, embed_unique, l2_normalise, pairwise_cosine, unique_texts
 
 if TYPE_CHECKING:  # the encoder's module imports torch and sentence-transformers: not for a type
     from ..embeddings import Embed

@@ -31,8 +31,8 @@ from ..data.records import LabelledPairs, RetrievalSet, ScoredPairs
 from ..embeddings import Embed, encode
 from ..errors import ConfigError
 from .classification import evaluate_pair_classification
-from .common import embed_groups, pairwise_cosine
-from .items import Items, PairPredictions, PairSimilarities, QueryMetrics
+from .encode_once import embed_groups, pairwise_cosine
+from .per_item import Items, PairPredictions, PairSimilarities, QueryMetrics
 from .retrieval import evaluate_retrieval
 from .sts import evaluate_sts
 from .tasks import SPEARMAN, STS_AVERAGE, EvalTask, Metric, load_tasks, task

@@ -12,7 +12,7 @@ The protocol the papers (SimCSE, SBERT, RCL, IFCL, MNRL-SBERT) compare on:
   over their genres, whatever ``setting`` is chosen for STS12-16.
 - Cosine similarity of the two sentences' embeddings (SentEval and MTEB: cosine of the raw
   embeddings, so normalising or not changes nothing), computed so that a sentence paired
-  with itself gets exactly 1 (:func:`~sentcl.evaluation.common.pairwise_cosine`; STS12
+  with itself gets exactly 1 (:func:`~sentcl.evaluation.encode_once.pairwise_cosine`; STS12
   has 61 such pairs).
 
 MTEB reports the same STS12-16 and STS-B numbers (cosine Spearman on the pooled test sets)
@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 from ..data.records import ScoredPairs
 from ..embeddings import Embed
 from ..errors import ConfigError
-from .common import pair_embeddings, pairwise_cosine
+from .encode_once import pair_embeddings, pairwise_cosine
 
 SETTINGS = ("all", "mean", "wmean")
 """SentEval's aggregates of an STS year's subsets: the pooled correlation, the mean and the

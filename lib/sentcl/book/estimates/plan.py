@@ -39,7 +39,7 @@ class PlannedStage(Stage):
     """What the chapter's builder needs to build it (:attr:`~sentcl.book.chapter_spec.Chapter.build`), e.g. (row, seed)."""
     alone: bool = True
     """Whether the chapter's builder can build it alone (False: only its notebook builds it, e.g. a stage that a
-    library function builds together with others; :mod:`sentcl.book.build.executor` leaves it, and what reads it, to the
+    library function builds together with others; :mod:`sentcl.book.publishing.executor` leaves it, and what reads it, to the
     notebook)."""
 
 

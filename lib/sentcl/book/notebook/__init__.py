@@ -21,7 +21,7 @@ from tqdm import TqdmWarning
 
 from ..estimates.benchmarks import measurement, rate_rule
 from ..output.claims import Claim
-from ..output.geometry import alignment_uniformity_figure, anisotropy_figure, distinct_models, load_geometry, score_figure
+from ..output.geometry_files import alignment_uniformity_figure, anisotropy_figure, distinct_models, load_geometry, score_figure
 from .chapter_run import ChapterRun
 
 # tqdm.auto warns, when it is first imported in a kernel without ipywidgets (papermill, a plain Jupyter), that its

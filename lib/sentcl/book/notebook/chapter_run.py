@@ -39,7 +39,7 @@ import pandas as pd
 
 from ...chapters import chapter as chapter_named
 from ...errors import ConfigError
-from ...evaluation.items import ItemTerms
+from ...evaluation.per_item import ItemTerms
 from ...evaluation.significance import ESTIMAND
 from ...io import atomic_write_json, claim, read_json
 from ...precision import uses
@@ -47,17 +47,17 @@ from ..estimates.plan import Plan
 from ..output import claims
 from ..output.claims import Central, Claim
 from ..output.evidence import AVERAGE, items_fingerprint, load_evidence, record_not_run, save_row_evidence
-from ..output.geometry import save_geometry
+from ..output.geometry_files import save_geometry
 from ..output.layout import Layout
-from ..output.records import finish_run_record, start_run_record
 from ..output.results import Result, current_run_id, load_results, paper_values, save_results
+from ..output.run_records import finish_run_record, start_run_record
 from ..pages import report
 from ..profiles import SampleDataWarning, policy, resolve_data
 
 OUTPUT_CLAIMED_ENV = "SENTCL_OUTPUT_CLAIMED"
 """Set by ``sentcl reproduce`` for its kernels: the output folder whose chapters it has claimed."""
 BUILT_BY_ENV = "SENTCL_BUILT_BY"
-"""Set in the process of a task of :mod:`sentcl.book.build.executor`: the node and device that build its stage (a training
+"""Set in the process of a task of :mod:`sentcl.book.publishing.executor`: the node and device that build its stage (a training
 record's ``config.built_by``)."""
 
 
@@ -243,7 +243,7 @@ class ChapterRun:
         between two rows resamples the items.
 
         Args:
-            per_seed: seed -> measure name (the column) -> its :class:`~sentcl.evaluation.items.ItemTerms`, whose
+            per_seed: seed -> measure name (the column) -> its :class:`~sentcl.evaluation.per_item.ItemTerms`, whose
                 own key is that name.
             fingerprints: measure -> what identifies its items (two rows are compared on a measure only when they
                 agree); ``populations``: measure -> how many items they were drawn from (None: unknown).

@@ -11,10 +11,10 @@ the results file this writes, under ``<out>/evidence/<chapter>/<row key>/``:
     scored on the same items), the seeds scored, and the health record of every model each seed rests
     on (the final model, and e.g. RCL's entropy models);
 ``seed-<k>/<task key>.npz``
-    the per-item outputs of that seed's model on that task (:class:`sentcl.evaluation.items.Items`).
+    the per-item outputs of that seed's model on that task (:class:`sentcl.evaluation.per_item.Items`).
 
 A row may instead rest on a *measure* of its embeddings that is a mean of per-item terms (RCL's anisotropy,
-IFCL's mutual information: :class:`sentcl.evaluation.items.ItemTerms`), recorded with
+IFCL's mutual information: :class:`sentcl.evaluation.per_item.ItemTerms`), recorded with
 :meth:`~sentcl.book.notebook.chapter_run.ChapterRun.record_measures`: its key is the measure's name, no task of
 the task table, and its column's metric is the measure itself.
 
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError, DataFormatError
-from ...evaluation.items import Items, items_from_arrays
+from ...evaluation.per_item import Items, items_from_arrays
 from ...evaluation.tasks import STS_AVERAGE, task
 from ...io import atomic_path, atomic_write_json, read_json
 from ...training.health import learning_judged
@@ -218,7 +218,7 @@ def save_row_evidence(
     populations: Mapping[str, int | None] | None = None,
 ) -> Path:
     """Write a row's evidence (module doc): ``per_seed`` seed -> task key -> its
-    :class:`~sentcl.evaluation.scoring.TaskScores`, or measure name -> its :class:`~sentcl.evaluation.items.ItemTerms`
+    :class:`~sentcl.evaluation.scoring.TaskScores`, or measure name -> its :class:`~sentcl.evaluation.per_item.ItemTerms`
     (a measure: its column's metric is the measure's own key); ``columns`` column -> (task key, metric label);
     ``fingerprints`` task key -> what identifies its test items; ``populations`` task key -> the size of the
     test set they were drawn from (None or absent: unknown); ``health`` seed -> the health records of

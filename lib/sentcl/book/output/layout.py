@@ -7,14 +7,14 @@ the book read from it. Every module that writes or reads a file there asks :clas
     <out>/claims/<chapter>.csv           its claims with intervals and verdicts, sentcl.book.output.claims
     <out>/evidence/<chapter>/            per-item scores of every row, sentcl.book.output.evidence
     <out>/coverage/<chapter>.csv         what the paper profile fills on the data root, sentcl.book.estimates.coverage
-    <out>/geometry/<chapter>.csv         alignment, uniformity, anisotropy per model, sentcl.book.output.geometry
+    <out>/geometry/<chapter>.csv         alignment, uniformity, anisotropy per model, sentcl.book.output.geometry_files
     <out>/figures/<chapter>/             its figures (PNG and caption), sentcl.book.pages.report
     <out>/data_used/<chapter>.json       the datasets it loaded, sentcl.book.notebook.chapter_run
-    <out>/records/                       run records (notebooks, trainings), sentcl.book.output.records
+    <out>/records/                       run records (notebooks, trainings), sentcl.book.output.run_records
     <out>/records/precision/             what ran in which precision, per kernel
-    <out>/notebooks/<chapter>.ipynb      the executed notebook, sentcl.book.build.runner
+    <out>/notebooks/<chapter>.ipynb      the executed notebook, sentcl.book.publishing.runner
     <out>/<chapter>/                     files of the chapter's own (RCL's per-seed scores, BSC's models a row starts from)
-    <out>/book_source/                   the staged book sources, sentcl.book.build.site
+    <out>/book_source/                   the staged book sources, sentcl.book.publishing.site
     <out>/.sentcl.lock[-<chapter>]       the claim of a process on the folder (or one chapter's files)
 """
 

@@ -75,7 +75,7 @@ def _equal_budget(one_budget: Any, method: str) -> str:
 
 def answer(states) -> str:
     """MyST markdown: the answer table, the run's limits, the build's state (``states``:
-    :func:`sentcl.book.pages.generated.chapter_states`)."""
+    :func:`sentcl.book.pages.fragments.chapter_states`)."""
     one_budget = next((s for s in states if chapter_named(s.chapter).one_budget), None)
     papers = [s for s in states if not chapter_named(s.chapter).one_budget]
     rows = []

@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 from ...chapters import CHAPTERS
 from ..markdown import WIDE_PAGE, duration, md, md_table
-from ..output.records import RunRecord
-from ..public import public_text
+from ..output.run_records import RunRecord
+from ..redaction import public_text
 from ..versions import lock_differences
 
 

@@ -53,7 +53,7 @@ COLUMNS = ["claim", "paper's gap", "ours [95 % interval]", "verdict [interval at
 
 
 def chapter_status(state: Any) -> str:
-    """One of :data:`STATUSES` for a :class:`sentcl.book.pages.generated.ChapterState`: its last notebook run record
+    """One of :data:`STATUSES` for a :class:`sentcl.book.pages.fragments.ChapterState`: its last notebook run record
     decides (ok: complete; an interrupt: interrupted; any other error: failed); without a record, an executed
     notebook or results in the output folder mean a run that started and never wrote its end: interrupted."""
     record = state.record

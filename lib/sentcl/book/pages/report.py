@@ -17,7 +17,7 @@ how close its numbers come to the paper's is coincidence. What a miniature can t
 the paper's ordering of its rows (:mod:`sentcl.book.output.claims`).
 
 Text that ends up on a published page (the data a row was computed on, notes) goes
-through :func:`sentcl.book.public.public_text`, which replaces local absolute paths.
+through :func:`sentcl.book.redaction.public_text`, which replaces local absolute paths.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ...io import atomic_path, atomic_write_json, read_json
 from ..output.layout import Layout
 from ..output.results import current_run_id, paper_values
 from ..profiles import PROFILES
-from ..public import public_text
+from ..redaction import public_text
 
 THRESHOLDS = (1.0, 3.0)
 AGREEMENT = ("agrees", "close", "differs")

@@ -238,7 +238,7 @@ def record_mutual_information(run: ChapterRun, row: str, per_seed: Mapping[int, 
     resampling ignores). A column's items are known by the texts its pairs are made of (the twins' sentences and
     fraternal twins, the STS-B pairs ``task``) and K; ``population``: the sentences the twins were drawn from
     (MI_task's pairs are every close pair); ``data``: what they were computed on."""
-    from ...evaluation.items import ItemTerms
+    from ...evaluation.per_item import ItemTerms
     from ...hashing import stable_hash, texts_hash
 
     made_of = {"MI(h, h+)": [twins.columns["text"]], "MI(h, h-)": [twins.columns["text"], twins.columns.get("fraternal", [])],

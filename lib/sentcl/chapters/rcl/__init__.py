@@ -103,7 +103,7 @@ def record_anisotropy(run: ChapterRun, row: str, terms: Mapping[int, Any], train
     the evidence R6's claims resample; the cell is their mean over the seeds), and its ``"largest dim"``, the first
     seed's largest magnitude (:func:`~sentcl.evaluation.geometry.dimension_profile`, a description). ``trained``:
     seed -> the runs the seed's model rests on (empty: the untouched base). Returns both values."""
-    from ...evaluation.items import ItemTerms
+    from ...evaluation.per_item import ItemTerms
     from ...hashing import texts_hash
 
     measured = {seed: {"mean cosine": ItemTerms({"mean cosine": t})} for seed, t in terms.items()}

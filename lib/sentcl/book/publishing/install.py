@@ -3,7 +3,7 @@ install cell, and the wheel the book build puts beside its pages.
 
 **One setting.** The project's address is ``[project.urls] Repository`` in ``pyproject.toml``
 (:func:`project_urls`). Everything else derives from it: the book's Colab buttons (written into
-the staged ``_config.yml`` by :mod:`sentcl.book.build.site`), the default source in every notebook's
+the staged ``_config.yml`` by :mod:`sentcl.book.publishing.site`), the default source in every notebook's
 install cell and the README's install command (both rewritten by :func:`set_repository`, which
 ``scripts/set_repository.py URL`` calls; ``tests/book/test_install.py`` checks that they agree).
 While it is the placeholder :data:`PLACEHOLDER`, the book is built without Colab buttons (they
@@ -86,7 +86,7 @@ if importlib.util.find_spec("sentcl") is None:
     if subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", SENTCL_SOURCE]).returncode != 0:
         sys.exit(f"sentcl could not be installed from {{SENTCL_SOURCE}}: python -m pip install failed (its messages are above)")
     importlib.invalidate_caches()
-    from sentcl.book.build.install import prepare_kernel
+    from sentcl.book.publishing.install import prepare_kernel
 
     prepare_kernel({extras})"""
 
@@ -133,7 +133,7 @@ def source_tree(root: Path | None = None) -> Path:
     """The checkout a wheel is built from and whose ``pyproject.toml`` holds the setting: ``root``
     when it has one, else the checkout the running sentcl is imported from (an editable install)."""
     candidates = [root] if root is not None else []
-    candidates.append(Path(__file__).resolve().parents[4])  # lib/sentcl/book/build/install.py -> the checkout
+    candidates.append(Path(__file__).resolve().parents[4])  # lib/sentcl/book/publishing/install.py -> the checkout
     for tree in candidates:
         if (tree / "pyproject.toml").is_file() and (tree / "lib" / "sentcl").is_dir():
             return tree
@@ -264,7 +264,7 @@ def build_wheel(tree: Path, target: Path) -> Path:
 
 RUNTIME_OWNED = ("torch", "triton", "nvidia-")
 """Packages the runtime's torch brings (its CUDA build on Colab): never pinned to the lock."""
-PREPARE_COMMAND = "python -m sentcl.book.build.install"
+PREPARE_COMMAND = "python -m sentcl.book.publishing.install"
 """The command that installs sentcl's dependencies into an environment before a run (:func:`main`)."""
 
 
@@ -393,7 +393,7 @@ def install_section(tree: Path, page_to_root: str = "..") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sentcl.book.build.install [EXTRAS]`` (:data:`PREPARE_COMMAND`): :func:`install_dependencies` in an
+    """``python -m sentcl.book.publishing.install [EXTRAS]`` (:data:`PREPARE_COMMAND`): :func:`install_dependencies` in an
     environment where sentcl is installed, before a run (papermill's kernel then starts with everything in place);
     one line says what it installed, a failure is one line on stderr and status 1."""
     args = sys.argv[1:] if argv is None else argv

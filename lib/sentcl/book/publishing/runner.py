@@ -11,7 +11,7 @@ install cell) takes them as they are: the profile is read and checked once, here
 
 The notebook also needs a ``# Title`` markdown cell (after the parameters cell): the book
 uses it as the page title, and a page without one fails the build. The cell after the
-title installs sentcl where it is missing (Colab; :mod:`sentcl.book.build.install`), the one after
+title installs sentcl where it is missing (Colab; :mod:`sentcl.book.publishing.install`), the one after
 it resolves the profile; ``tests/chapters/test_notebooks.py`` checks this layout for every
 chapter.
 
@@ -23,7 +23,7 @@ inside a cell (training steps, long encodings: :func:`sentcl.progress.progress_b
 its own bars on this command's terminal, not in the saved notebook, because the kernels
 run with ``$SENTCL_PROGRESS=terminal``. A failed notebook is reported with its failing
 cell while the others still run; each writes a run record; a summary of wall times
-follows; then the book is built from the output folder (:mod:`sentcl.book.build.site`). The
+follows; then the book is built from the output folder (:mod:`sentcl.book.publishing.site`). The
 exit status is 1 when a notebook or the book failed.
 
 Output folder (``--out``, default ``runs/<profile>``): ``notebooks/`` (executed
@@ -52,8 +52,8 @@ from ...progress import LABEL_ENV, PROGRESS_ENV, TERMINAL
 from ..markdown import duration
 from ..notebook.chapter_run import OUTPUT_CLAIMED_ENV, claim_output
 from ..output.layout import Layout
-from ..output.records import RunRecord, environment, write_run_record
 from ..output.results import RUN_ID_ENV, new_run_id
+from ..output.run_records import RunRecord, environment, write_run_record
 from ..parameters import INJECTED, check_data_dir, notebook_parameters, parse_value, read_profiles, resolution, unknown_parameter
 from ..profiles import NAMES, DataChoice, resolve_data
 from . import site
@@ -335,7 +335,7 @@ def check_executor(args: argparse.Namespace) -> None:
 
 def prebuild(args: argparse.Namespace, plans: list[Plan], out: Path) -> dict[str, list[str]]:
     """``--executor ray``: build every planned stage of the chapters that build theirs alone as tasks on a Ray cluster
-    (:mod:`sentcl.book.build.executor`). Returns the chapters whose stages failed, one line per failed stage (their
+    (:mod:`sentcl.book.publishing.executor`). Returns the chapters whose stages failed, one line per failed stage (their
     notebooks are not run)."""
     from .executor import build_with_ray, jobs, task_environment
 

@@ -93,7 +93,7 @@ def build_stage(chapter: str, parameters: Mapping[str, Any], name: str, threads:
     import torch
 
     from ..notebook.chapter_run import ChapterRun
-    from ..output.records import environment
+    from ..output.run_records import environment
     from ..profiles import SampleDataWarning
 
     if threads:

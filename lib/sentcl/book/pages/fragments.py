@@ -1,12 +1,12 @@
 """The generated pages of the book, as MyST markdown: each chapter's results fragment (run
 status, every paper table beside ours, the orderings), the scorecard, the datasets appendix,
 the environment page and the timings, all read from an output folder's results files, figures
-and run records (:func:`chapter_states`). :mod:`sentcl.book.build.site` writes them into the staged
+and run records (:func:`chapter_states`). :mod:`sentcl.book.publishing.site` writes them into the staged
 book sources.
 
 No page names a path of the machine that built it: the data roots, the output folder and the
 checkout are shown by name (``$SENTCL_DATA``, ``<out>``, ``data/samples``), and any other
-absolute path is cut to its last part (:mod:`sentcl.book.public`). Agreement
+absolute path is cut to its last part (:mod:`sentcl.book.redaction`). Agreement
 colours and counts appear only for runs of the paper's profile
 (:func:`sentcl.book.pages.report.judged`); for a miniature the scorecard counts the paper's
 orderings that hold (:mod:`sentcl.book.output.claims`).
@@ -30,10 +30,10 @@ from ..markdown import WIDE_PAGE, duration, full_width, md, md_table, raw_html
 from ..output import claims
 from ..output.evidence import load_evidence
 from ..output.layout import Layout
-from ..output.records import RunRecord, read_run_records
 from ..output.results import load_results
+from ..output.run_records import RunRecord, read_run_records
 from ..profiles import PROFILES
-from ..public import DATA_ROOT_LABEL, data_root_label, public_text
+from ..redaction import DATA_ROOT_LABEL, data_root_label, public_text
 from . import report
 from .findings import build_banner
 

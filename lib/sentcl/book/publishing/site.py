@@ -8,7 +8,7 @@ that the Colab launch buttons point at the repository's notebooks:
 
 - ``_config.yml`` (an announcement bar is added when a chapter ran on sample data; the Colab
   buttons' repository is ``[project.urls] Repository`` of ``pyproject.toml``, and while that is
-  the placeholder the buttons are left out and a warning says so: :mod:`sentcl.book.build.install`),
+  the placeholder the buttons are left out and a warning says so: :mod:`sentcl.book.publishing.install`),
   ``_toc.yml`` and ``book/`` copied from the checkout; ``book/_vendor`` (MathJax) linked;
 - ``book/_static/sentcl-<version>-py3-none-any.whl``: sentcl's wheel, built from the checkout,
   which Sphinx copies into the HTML's ``_static/``: a reader installs it with no repository;
@@ -17,7 +17,7 @@ that the Colab launch buttons point at the repository's notebooks:
   comes first, then the parameters cell, collapsed (``hide-input``), then papermill's
   injected parameters as a collapsed note; the install cell and the imports cell (tagged
   :data:`IMPORTS_TAG`) are collapsed too; local paths in its outputs and metadata are
-  replaced, and its install cell installs from :func:`sentcl.book.build.install.book_source` (the
+  replaced, and its install cell installs from :func:`sentcl.book.publishing.install.book_source` (the
   notebook in ``notebooks/`` keeps its layout for Colab: parameters first);
 - ``book/_generated/``: per chapter ``<chapter>/findings.md`` (what the chapter's claims found, which
   the chapter page shows first: :mod:`sentcl.book.pages.findings`), ``<chapter>/results.md`` (run status, every paper
@@ -38,7 +38,7 @@ that the Colab launch buttons point at the repository's notebooks:
 No page names a path of the machine that built it: the data roots, the output folder and
 the checkout are shown by name (``$SENTCL_DATA``, ``<out>``, ``data/samples``), and any
 other absolute path in a results file, run record or notebook output is cut to its last
-part (:mod:`sentcl.book.public`). Agreement colours and counts appear only for
+part (:mod:`sentcl.book.redaction`). Agreement colours and counts appear only for
 runs of the paper's profile (:func:`sentcl.book.pages.report.judged`); for a miniature the
 scorecard counts the paper's orderings that hold (:mod:`sentcl.book.output.claims`). Pages with
 wide tables (the scorecard, the appendices) have no right-hand contents panel, and
@@ -59,11 +59,11 @@ import yaml
 from ...errors import ConfigError, SentclError
 from ..estimates import benchmarks, gpu_memory
 from ..output.layout import Layout
-from ..output.records import read_run_records
+from ..output.run_records import read_run_records
 from ..pages.answer import answer
 from ..pages.environment import environment_page, timings
 from ..pages.findings import findings_section
-from ..pages.generated import (
+from ..pages.fragments import (
     GENERATED,
     announcement,
     chapter_results,
@@ -73,7 +73,7 @@ from ..pages.generated import (
     scorecard,
 )
 from ..pages.statistics import worked_claim
-from ..public import DATA_ROOT_LABEL, OUT_LABEL, local_paths, public_json, public_output, public_text
+from ..redaction import DATA_ROOT_LABEL, OUT_LABEL, local_paths, public_json, public_output, public_text
 from . import install
 
 MATHJAX = Path("book") / "_vendor" / "mathjax" / "tex-mml-chtml.js"
@@ -170,7 +170,7 @@ def stage_notebook(executed: Path, target: Path, known: dict[str, str] | None = 
     collapsed and the profile cell's list of every parameter too. Local paths (``known``, then any absolute path) are replaced in
     the outputs, the injected values and the papermill metadata, so neither the page nor the
     notebook it offers for download names the build machine's folders. With ``install_source``
-    the install cell installs from there (:func:`sentcl.book.build.install.book_source`). Only this copy
+    the install cell installs from there (:func:`sentcl.book.publishing.install.book_source`). Only this copy
     changes: ``notebooks/<chapter>.ipynb`` keeps the parameters first, as papermill and Colab need.
     """
     import nbformat
