@@ -81,3 +81,21 @@ def test_softmax_loss_trains_encoder_and_classifier(tiny_model):
     assert {"classifier.weight", "classifier.bias"} <= changed
     assert any(name.startswith("model.") for name in changed)
     assert loss(features, labels).item() < first.item()
+
+
+def test_every_loss_cites_its_paper_and_says_its_inputs():
+    """Each loss module of sentcl.losses carries, as sentence-transformers' losses do, the BibTeX of its paper
+    (``citation``) and an ``Inputs`` table of its text columns and labels in its docstring."""
+    import inspect
+
+    import sentcl.losses as losses
+
+    found = [cls for _, cls in inspect.getmembers(losses, inspect.isclass)
+             if issubclass(cls, SentclLoss) and cls is not SentclLoss]
+    assert len(found) >= 8, [c.__name__ for c in found]
+    for cls in found:
+        assert cls.citation.startswith("@") and cls.citation.rstrip().endswith("}"), cls.__name__
+        assert "title = " in cls.citation and "year = " in cls.citation, cls.__name__
+        doc = inspect.getdoc(cls) or ""
+        assert "Inputs:" in doc and "| Texts" in doc and "| Labels" in doc, cls.__name__
+    assert MultipleNegativesRankingLoss.citation != SoftmaxLoss.citation  # each its own paper

@@ -93,6 +93,10 @@ class SentclLoss(nn.Module, ABC):
     batch_extras: ClassVar[tuple[str, ...]] = ()
     """Names of the per-example values (beyond texts and labels) the loss needs in every batch."""
 
+    citation: ClassVar[str] = ""
+    """The BibTeX of the paper whose equation the loss computes, as sentence-transformers' losses carry it (their
+    model cards cite it); each loss's docstring also has an ``Inputs`` table: its text columns and labels."""
+
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model

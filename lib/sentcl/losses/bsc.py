@@ -49,7 +49,7 @@ Baselines on the same batches: the MSE of the cosine against the target (§3.4,
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -172,6 +172,15 @@ def identical_anchor_groups(features: dict[str, Tensor]) -> Tensor:
     return same.to(torch.int32).argmax(dim=1)  # the first maximum: the first identical row
 
 
+BSC_CITATION = """@inproceedings{chernyavskiy2022batch,
+    title = "Batch-Softmax Contrastive Loss for Pairwise Sentence Scoring Tasks",
+    author = "Chernyavskiy, Anton and Ilvovsky, Dmitry and Kalinin, Pavel and Nakov, Preslav",
+    booktitle = "Proceedings of the 2022 Conference of the North American Chapter of the Association for Computational Linguistics: Human Language Technologies (NAACL)",
+    year = "2022",
+}"""
+"""The BibTeX of the paper the loss comes from (:attr:`SentclLoss.citation`)."""
+
+
 class BatchSoftmaxContrastiveLoss(SentclLoss):
     """BSC (Eqs. 1–5) as a trainer loss: columns (query, answer[, hard negative…]), labels optional.
 
@@ -185,7 +194,20 @@ class BatchSoftmaxContrastiveLoss(SentclLoss):
             processes) calls :meth:`compute_loss_from_embeddings`, which sees no texts: the diagonal.
         trainable_temperature: learn 1/τ, in its own optimizer group (``temperature_lr``, no weight decay).
         temperature_lr: the learning rate of 1/τ.
+
+    Inputs:
+
+        +----------------------------------------------+-------------------------------------------------+
+        | Texts                                        | Labels                                          |
+        +==============================================+=================================================+
+        | (query, answer) pairs                        | none (the diagonal and identical queries are    |
+        |                                              | positive), or a label binarised at threshold   |
+        +----------------------------------------------+-------------------------------------------------+
+        | (query, answer, negative_1, ..., negative_m) | none                                            |
+        +----------------------------------------------+-------------------------------------------------+
     """
+
+    citation: ClassVar[str] = BSC_CITATION
 
     def __init__(
         self,
@@ -256,7 +278,17 @@ class ComboLoss(BatchSoftmaxContrastiveLoss):
     ``mu = 1`` is BSC alone, ``mu = 0`` the MSE baseline (labels are the target similarities:
     1/0 for binary tasks, scores scaled to [0, 1] for graded ones). Other options: as
     :class:`BatchSoftmaxContrastiveLoss`.
+
+    Inputs:
+
+        +-----------------------+-------------------------------------+
+        | Texts                 | Labels                              |
+        +=======================+=====================================+
+        | (query, answer) pairs | target similarity in [0, 1] (float) |
+        +-----------------------+-------------------------------------+
     """
+
+    citation: ClassVar[str] = BSC_CITATION
 
     def __init__(self, model: nn.Module, temperature: float = 0.1, *, mu: float = 0.5, **options: Any) -> None:
         super().__init__(model, temperature, **options)
@@ -274,8 +306,30 @@ class ComboLoss(BatchSoftmaxContrastiveLoss):
         return terms["mu BSC"] + terms["(1-mu) MSE"]
 
 
+SBERT_CITATION = """@inproceedings{reimers2019sentencebert,
+    title = "Sentence-{BERT}: Sentence Embeddings using {S}iamese {BERT}-Networks",
+    author = "Reimers, Nils and Gurevych, Iryna",
+    booktitle = "Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing and the 9th International Joint Conference on Natural Language Processing (EMNLP-IJCNLP)",
+    year = "2019",
+    pages = "3982--3992",
+    doi = "10.18653/v1/D19-1410",
+}"""
+"""The BibTeX of the paper the loss comes from (:attr:`SentclLoss.citation`)."""
+
+
 class TripletLoss(SentclLoss):
-    """SBERT's triplet loss (:func:`triplet_loss`) as a trainer loss: columns (anchor, positive, negative), no labels."""
+    """SBERT's triplet loss (:func:`triplet_loss`) as a trainer loss: columns (anchor, positive, negative), no labels.
+
+    Inputs:
+
+        +---------------------------------------+--------+
+        | Texts                                 | Labels |
+        +=======================================+========+
+        | (anchor, positive, negative) triplets | none   |
+        +---------------------------------------+--------+
+    """
+
+    citation: ClassVar[str] = SBERT_CITATION
 
     def __init__(self, model: nn.Module, margin: float = 0.5, distance: str = "euclidean") -> None:
         super().__init__(model)

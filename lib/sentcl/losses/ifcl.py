@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -166,6 +166,15 @@ class HippocampusQueue(nn.Module):
         return f"batches={self.batches}, forgetting_decay={self.forgetting_decay}"
 
 
+IFCL_CITATION = """@inproceedings{xiao2023identical,
+    title = "Identical and Fraternal Twins: Fine-Grained Semantic Contrastive Learning of Sentence Representations",
+    author = "Xiao, Qingfa and Li, Shuangyin and Chen, Lei",
+    booktitle = "Proceedings of the 26th European Conference on Artificial Intelligence (ECAI 2023)",
+    year = "2023",
+}"""
+"""The BibTeX of the paper the loss comes from (:attr:`SentclLoss.citation`)."""
+
+
 class IFCLLoss(SentclLoss):
     r"""The IFCL objective (module docstring) as a loss module for the trainer.
 
@@ -179,7 +188,19 @@ class IFCLLoss(SentclLoss):
         forgetting_decay: γ of the forgetting coefficients :math:`p = \gamma^{age-1}`.
         twin_weight: λ, the weight of the Twin loss (0: "IFCL w/o TL").
         margin_embeddings: what ``emb`` of :math:`M_i` is, ``"static"`` or ``"encoder"`` (module docstring).
+
+    Inputs:
+
+        +----------------------------------------+--------+
+        | Texts                                  | Labels |
+        +========================================+========+
+        | (text, identical twin, fraternal twin) | none   |
+        +----------------------------------------+--------+
+        | (text, identical twin): twins off      | none   |
+        +----------------------------------------+--------+
     """
+
+    citation: ClassVar[str] = IFCL_CITATION
 
     def __init__(
         self,

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -78,6 +78,15 @@ def multiple_negatives_ranking_loss(
     return F.cross_entropy(scores, positive_index)  # mean over anchors of logsumexp_c s_ic − s_ii
 
 
+MNRL_CITATION = """@misc{taneja2023efficient,
+    title = "Efficient Deep Pre-trained Sentence Embedding Model for Similarity Search",
+    author = "Taneja, Khushboo and Vashishtha, Jyoti and Ratnoo, Saroj",
+    year = "2023",
+    note = "Published 11 September 2023; the copy in ../shared/papers does not print its venue",
+}"""
+"""The BibTeX of the paper the loss comes from (:attr:`SentclLoss.citation`)."""
+
+
 class MultipleNegativesRankingLoss(SentclLoss):
     r"""MNRL (Eq. 1, Taneja et al. 2023) as a sentence-transformers loss module.
 
@@ -90,7 +99,19 @@ class MultipleNegativesRankingLoss(SentclLoss):
         model: the SentenceTransformer being trained.
         scale: inverse temperature 1/τ multiplying the similarity (default 20, as sentence-transformers).
         similarity: ``"cos"`` (default) or ``"dot"``.
+
+    Inputs:
+
+        +-------------------------------------------------+--------+
+        | Texts                                           | Labels |
+        +=================================================+========+
+        | (anchor, positive) pairs                        | none   |
+        +-------------------------------------------------+--------+
+        | (anchor, positive, negative_1, ..., negative_m) | none   |
+        +-------------------------------------------------+--------+
     """
+
+    citation: ClassVar[str] = MNRL_CITATION
 
     def __init__(self, model: nn.Module, scale: float = 20.0, similarity: Similarity = "cos") -> None:
         super().__init__(model)

@@ -52,7 +52,7 @@ health record.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -167,8 +167,30 @@ def regulator_terms(
     return eq1, regulators
 
 
+RCL_CITATION = """@inproceedings{tan2022regularized,
+    title = "Regularized Contrastive Learning of Semantic Search",
+    author = "Tan, Mingxi and Rolland, Alexis and Tian, Andong",
+    booktitle = "Natural Language Processing and Chinese Computing (NLPCC 2022)",
+    year = "2022",
+}"""
+"""The BibTeX of the paper the loss comes from (:attr:`SentclLoss.citation`)."""
+
+
 class EntropyLoss(SentclLoss):
-    """Eq. 2 (:func:`entropy_loss`) as a trainer loss: columns (query, index[, hard negative…])."""
+    """Eq. 2 (:func:`entropy_loss`) as a trainer loss: columns (query, index[, hard negative…]).
+
+    Inputs:
+
+        +---------------------------------------------+--------+
+        | Texts                                       | Labels |
+        +=============================================+========+
+        | (query, index) pairs                        | none   |
+        +---------------------------------------------+--------+
+        | (query, index, negative_1, ..., negative_m) | none   |
+        +---------------------------------------------+--------+
+    """
+
+    citation: ClassVar[str] = RCL_CITATION
 
     def __init__(self, model: nn.Module, phi: float, scale: float = 20.0) -> None:
         super().__init__(model)
@@ -198,7 +220,19 @@ class RegulatorLoss(SentclLoss):
             looked up by the batch's example ids (``batch_extras = ("ids",)``).
         scale: multiplies the cosine inside the exps of the Eq. 1 term.
         regulator_scale: multiplies the cosine inside the regulators' exps (None: ``scale``).
+
+    Inputs:
+
+        +--------------------------------------------------+--------+
+        | Texts                                            | Labels |
+        +==================================================+========+
+        | (query, index) pairs, with batch extra ids       | none   |
+        +--------------------------------------------------+--------+
+        | (query, index, negative_1, ..., negative_m), ids | none   |
+        +--------------------------------------------------+--------+
     """
+
+    citation: ClassVar[str] = RCL_CITATION
 
     batch_extras = ("ids",)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -98,6 +98,17 @@ def softmax_loss(
     return F.cross_entropy(logits, labels)
 
 
+SBERT_CITATION = """@inproceedings{reimers2019sentencebert,
+    title = "Sentence-{BERT}: Sentence Embeddings using {S}iamese {BERT}-Networks",
+    author = "Reimers, Nils and Gurevych, Iryna",
+    booktitle = "Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing and the 9th International Joint Conference on Natural Language Processing (EMNLP-IJCNLP)",
+    year = "2019",
+    pages = "3982--3992",
+    doi = "10.18653/v1/D19-1410",
+}"""
+"""The BibTeX of the paper the loss comes from (:attr:`SentclLoss.citation`)."""
+
+
 class SoftmaxLoss(SentclLoss):
     r"""SBERT's softmax loss (Reimers & Gurevych 2019) as a sentence-transformers loss module.
 
@@ -113,7 +124,17 @@ class SoftmaxLoss(SentclLoss):
         embedding_dimension: n; read from ``model.get_embedding_dimension()`` when not given.
         classifier_lr: the classifier's own learning rate (its optimizer group, under the run's schedule);
             None: the run's rate, as SBERT.
+
+    Inputs:
+
+        +--------------------------------+-------------+
+        | Texts                          | Labels      |
+        +================================+=============+
+        | (sentence A, sentence B) pairs | class (int) |
+        +--------------------------------+-------------+
     """
+
+    citation: ClassVar[str] = SBERT_CITATION
 
     def __init__(
         self,
