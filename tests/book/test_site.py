@@ -26,7 +26,7 @@ from sentcl.book.pages import fragments as pages
 from sentcl.book.pages.findings import findings_section
 from sentcl.book.publishing import install, site
 from sentcl.chapters import CHAPTERS
-from sentcl.errors import SentclError
+from sentcl.errors import ConfigError, SentclError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,15 +35,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_toc_lists_every_chapter_and_its_notebook():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    """The staged ``_toc.yml``: the registry's chapters in book order, each its page with its notebook under it,
+    then the appendices; the checkout's leaves the chapters to the registry."""
+    checkout = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    assert [p["chapters"] for p in checkout["parts"] if p["caption"] == site.CHAPTERS_CAPTION] == [[]]
+    toc = site.table_of_contents(checkout, CHAPTERS)
     chapters = [c for part in toc["parts"] for c in part["chapters"]]
     listed = [(c["file"], [s["file"] for s in c.get("sections", [])]) for c in chapters]
     assert listed[: len(CHAPTERS)] == [(f"book/{c}", [f"notebooks/{c}"]) for c in CHAPTERS]
     assert [f for f, _ in listed[len(CHAPTERS):]] == ["book/statistics", *(f"book/_generated/{p}" for p in ("scorecard", "datasets", "environment"))]
+    assert toc["root"] == "book/intro" and toc["parts"][0]["numbered"] is True
     assert "_generated/worked_claim.md" in (ROOT / "book" / "statistics.md").read_text()
     for chapter in CHAPTERS:
         page = (ROOT / "book" / f"{chapter}.md").read_text()
         assert f"_generated/{chapter}/results.md" in page, f"book/{chapter}.md must include its generated results"
+    with pytest.raises(ConfigError, match=r"_toc\.yml: expected one part captioned 'Chapters', found 0"):
+        site.table_of_contents({"parts": [{"caption": "Appendices", "chapters": []}]}, CHAPTERS)
 
 
 def test_config_reads_offline_and_never_executes():

@@ -52,10 +52,12 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
 
+from ...chapters import CHAPTERS
 from ...errors import ConfigError, SentclError
 from ..estimates import benchmarks, gpu_memory
 from ..output.layout import Layout
@@ -81,6 +83,22 @@ MEASURED_RECORDS = Path("book") / "run_records"  # run records measured elsewher
 
 
 # --------------------------------------------------------------------------- staging
+
+
+CHAPTERS_CAPTION = "Chapters"
+"""The part of ``_toc.yml`` whose chapters the registry gives (:func:`table_of_contents`)."""
+
+
+def table_of_contents(toc: dict, chapters: Iterable[str]) -> dict:
+    """``_toc.yml`` with its part captioned :data:`CHAPTERS_CAPTION` listing ``chapters`` in order, each its page
+    ``book/<chapter>`` with its executed notebook under it: the registry (:data:`sentcl.chapters.CHAPTERS`) says which
+    chapters the book has, so a new chapter needs no line here. A ``_toc.yml`` without that part is a ConfigError."""
+    parts = [dict(part) for part in toc.get("parts", [])]
+    found = [part for part in parts if part.get("caption") == CHAPTERS_CAPTION]
+    if len(found) != 1:
+        raise ConfigError(f"_toc.yml: expected one part captioned {CHAPTERS_CAPTION!r}, found {len(found)}")
+    found[0]["chapters"] = [{"file": f"book/{name}", "sections": [{"file": f"notebooks/{name}"}]} for name in chapters]
+    return {**toc, "parts": parts}
 
 
 def stage(root: Path, out: Path) -> Path:
@@ -109,7 +127,8 @@ def stage(root: Path, out: Path) -> Path:
         config.pop("repository", None)
         config.pop("launch_buttons", None)
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    shutil.copy2(root / "_toc.yml", src / "_toc.yml")
+    toc = table_of_contents(yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8")), CHAPTERS)
+    (src / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False, allow_unicode=True), encoding="utf-8")
     shutil.copytree(
         root / "book", src / "book", ignore=shutil.ignore_patterns("_vendor", "_generated", ".ipynb_checkpoints")
     )
