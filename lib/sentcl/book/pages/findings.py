@@ -256,7 +256,7 @@ def findings_section(state: Any) -> str:
     head = {"complete": f"In the {profile} profile", "failed": f"This chapter's run **failed** ({profile} profile); before it stopped",
             "interrupted": f"This chapter's run was **interrupted** ({profile} profile); before it stopped"}[status]
     if frame.empty:
-        return head + " it wrote no claims file (`claims/<chapter>.csv`), so nothing here is a verdict.\n"
+        return head + " it tested no claim (its claims file, `claims/<chapter>.csv`, is absent or empty), so nothing here is a verdict.\n"
     order = {v: i for i, v in enumerate(TESTED)}
     families = [f for f in claims.FAMILIES if (frame["family"] == f).any()]
     parts = [f"{head}: " + "; ".join(f"**{family}** ({family_size(frame, family)}): {claims.counts_text(frame[frame['family'] == family])}"

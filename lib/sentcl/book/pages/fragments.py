@@ -220,7 +220,7 @@ def claims_text(state: ChapterState) -> str:
     verdicts, never of signs."""
     frame = state.claims
     if frame.empty:
-        return ("**Claims**: this run wrote no claims file (`claims/<chapter>.csv`), so nothing here is a "
+        return ("**Claims**: this run tested no claim (its claims file, `claims/<chapter>.csv`, is absent or empty), so nothing here is a "
                 "verdict; the tables show the numbers only.\n")
     per_family = "; ".join(f"{family} family: {claims.counts_text(frame[frame['family'] == family])}"
                            for family in claims.FAMILIES if (frame["family"] == family).any())
