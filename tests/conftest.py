@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -141,31 +142,40 @@ def smoke_book(tmp_path_factory, mathjax):
     return project, out, built["status"], built["output"]
 
 
+def measured_seconds(readme: Path = ROOT / "tests" / "README.md") -> dict[str, float]:
+    """Module -> the one-process seconds of its slow tests, as tests/README.md lists them (0 where it lists none)."""
+    found: dict[str, float] = {}
+    if readme.is_file():
+        for module, seconds in re.findall(r"^\| `(tests/[^`:]+)::test_\w+` \| (\d+\.\d) \|", readme.read_text(encoding="utf-8"), re.M):
+            found[module] = found.get(module, 0.0) + float(seconds)
+    return found
+
+
 def pytest_collection_modifyitems(config, items):
     """A test that reads the smoke book (every chapter run on the tiny model, minutes) is slow: `make check`
     leaves it, with the other slow tests, to `make test`.
 
     Then the modules are put in the order that keeps `make test`'s two pytest-xdist workers (``--dist loadscope``:
-    a module runs on one worker) both busy: one module that reads the smoke book first (its worker builds the
-    book), then the slow modules that do not read it (the other worker), then the other smoke-book readers, then the
-    quick modules; each module keeps its tests' order, and the modules within a rank theirs."""
+    a module runs on one worker) both busy to the end, longest first by the times tests/README.md lists: the
+    longest module that reads the smoke book first (its worker builds the book, then runs it), then the slow
+    modules that do not read it (the other worker, meanwhile), then the other smoke-book readers, then the quick
+    modules in their own order; each module keeps its tests' order."""
     for item in items:
         if "smoke_book" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
     smoke: dict[str, bool] = {}
-    slow: dict[str, bool] = {}
     for item in items:
         module = item.nodeid.split("::")[0]
         smoke[module] = smoke.get(module, False) or "smoke_book" in getattr(item, "fixturenames", ())
-        slow[module] = slow.get(module, False) or item.get_closest_marker("slow") is not None
-    first_smoke = next((m for m in smoke if smoke[m]), None)
+    seconds = measured_seconds()
+    first_smoke = max((m for m in smoke if smoke[m]), key=lambda m: seconds.get(m, 0.0), default=None)
 
-    def rank(module: str) -> int:
+    def rank(module: str) -> tuple[int, float]:
         if module == first_smoke:
-            return 0
-        if slow[module] and not smoke[module]:
-            return 1
-        return 2 if smoke[module] else 3
+            return 0, 0.0
+        if not seconds.get(module):
+            return 3, 0.0
+        return (2 if smoke[module] else 1), -seconds[module]
 
     order = {m: i for i, m in enumerate(smoke)}
-    items.sort(key=lambda item: (rank(item.nodeid.split("::")[0]), order[item.nodeid.split("::")[0]]))
+    items.sort(key=lambda item: (*rank(item.nodeid.split("::")[0]), order[item.nodeid.split("::")[0]]))

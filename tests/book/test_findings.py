@@ -21,6 +21,7 @@ from sentcl.book.pages.findings import (
     power_note,
     reason_kind,
 )
+from sentcl.chapters import CHAPTERS
 
 
 def claim(left, right, verdict, *, table="Table 1", column="Average", delta=math.nan, low=math.nan, high=math.nan,
@@ -34,7 +35,7 @@ def claim(left, right, verdict, *, table="Table 1", column="Average", delta=math
 
 def state(frame, *, status="ok", error=None, chapter="bsc", title="BSC: batch-softmax", profiles=("demo",), executed=None):
     record = None if status is None else SimpleNamespace(status=status, error=error, profile=profiles[0], parameters={})
-    return SimpleNamespace(chapter=chapter, title=title, claims=frame, record=record, has_notebook=True,
+    return SimpleNamespace(chapter=chapter, spec=CHAPTERS[chapter], title=title, claims=frame, record=record, has_notebook=True,
                            executed=executed, ran=record is not None or executed is not None, profiles=list(profiles),
                            sample=False, evidence={}, compared=pd.DataFrame({"note": [], "column": [], "row": [], "value": []}))
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-from ...chapters import chapter as chapter_named
 from ..markdown import md, md_table
 from ..output.claims import DECIDED, NOT_TESTED
 from ..profiles import PROFILES
@@ -76,8 +75,8 @@ def _equal_budget(one_budget: Any, method: str) -> str:
 def answer(states) -> str:
     """MyST markdown: the answer table, the run's limits, the build's state (``states``:
     :func:`sentcl.book.pages.fragments.chapter_states`)."""
-    one_budget = next((s for s in states if chapter_named(s.chapter).one_budget), None)
-    papers = [s for s in states if not chapter_named(s.chapter).one_budget]
+    one_budget = next((s for s in states if s.spec.one_budget), None)
+    papers = [s for s in states if not s.spec.one_budget]
     rows = []
     for state in papers:
         method = method_name(state)
@@ -90,7 +89,7 @@ def answer(states) -> str:
                      ("not in this build's claims" if status == "complete" else f"{status} before its claims")
                      for c in marked.values()]
         rows.append([f"[{md(method)}]({state.chapter}.md)" + ("" if status == "complete" else f" ({status})"),
-                     *cells, _equal_budget(one_budget, chapter_named(state.chapter).one_budget_row or method)])
+                     *cells, _equal_budget(one_budget, state.spec.one_budget_row or method)])
     profiles = sorted({p for s in states if s.ran for p in s.profiles})
     profile = (PROFILES[profiles[0]].words if profiles[0] in PROFILES else profiles[0] + " profile") if len(profiles) == 1 else (
         "profiles " + ", ".join(profiles) if profiles else "no profile (nothing ran)")
