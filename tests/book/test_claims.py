@@ -424,3 +424,19 @@ def test_a_measure_of_the_embeddings_is_tested_on_its_resampled_terms(run, fake)
     with pytest.raises(ConfigError, match="ItemTerms of that one measure"):
         run.record_measures("bad", {0: {"mean cosine": ItemTerms({"other": base})}}, trained=False,
                             tables=["Anisotropy (ours)"], fingerprints={})
+
+
+def test_write_claims_shows_its_summary_when_asked_the_notebooks_one_call(run, record, monkeypatch):
+    """``show=True`` displays :meth:`ChapterRun.claims_summary` of the claims it wrote, as Markdown; by default
+    nothing is displayed."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    record("a", [0.30, 0.31, 0.29])
+    record("b", [0.33, 0.34, 0.32])
+    frame = run.write_claims(own=[Claim("Table 1", "STSb", "a", "b", source="ours")])
+    assert shown == []
+    frame = run.write_claims(own=[Claim("Table 1", "STSb", "a", "b", source="ours")], show=True)
+    assert len(shown) == 1 and isinstance(shown[0], IPython.display.Markdown)
+    assert shown[0].data == "\n\n".join(run.claims_summary(frame))

@@ -292,7 +292,7 @@ class ChapterRun:
     def write_claims(self, own: Sequence[Claim] = (), *, paired: Mapping[frozenset, bool] | None = None,
                      untestable: Mapping[str | tuple[str, str], str] | None = None,
                      headlines: Mapping[str, tuple[str, str]] | None = None,
-                     estimand: str = ESTIMAND) -> pd.DataFrame:
+                     estimand: str = ESTIMAND, show: bool = False) -> pd.DataFrame:
         """Test this run's claims and write ``<out>/claims/<chapter>.csv`` (:mod:`sentcl.book.output.claims`):
         every ordering of two rows the paper reports (on each table's headline columns) between rows this
         run recorded or said it did not run (a row recorded without per-item scores: not tested), and
@@ -304,7 +304,8 @@ class ChapterRun:
         ``estimand``: what the claims are about, the test set (default) or the population of such items
         (:data:`sentcl.evaluation.significance.ESTIMANDS`). The chapter's central claims (its
         :attr:`~sentcl.book.chapter_spec.Chapter.central`, of this run's parameters: :attr:`central`) are the
-        primary family.
+        primary family. ``show``: also display their summary (:meth:`claims_summary`) as Markdown: the notebook's
+        one call for its claims.
         Returns the claims."""
         evidence = load_evidence(self.out_dir, self.chapter, {self.run_id})
         compared = self.compare()
@@ -317,6 +318,10 @@ class ChapterRun:
         if headlines:
             frame = claims.mark_headlines(frame, headlines)
         claims.write_claims(self.out_dir, self.chapter, frame)
+        if show:
+            from IPython.display import Markdown, display
+
+            display(Markdown("\n\n".join(self.claims_summary(frame))))
         return frame
 
     def write_coverage(self) -> pd.DataFrame:
