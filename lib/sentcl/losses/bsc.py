@@ -57,6 +57,7 @@ from torch import Tensor, nn
 
 from sentcl.errors import ConfigError, check_choice, check_number
 from sentcl.losses.base import SentclLoss, check_columns
+from sentcl.losses.softmax import SBERT_CITATION
 
 NORMALIZATIONS: tuple[str, ...] = ("l2", "coordinate", "none")
 SIDES: tuple[str, ...] = ("sum", "mean")
@@ -304,17 +305,6 @@ class ComboLoss(BatchSoftmaxContrastiveLoss):
         terms = {"mu BSC": mu * self.bsc(embeddings, labels), "(1-mu) MSE": (1 - mu) * mse}
         self.note_terms(**terms)
         return terms["mu BSC"] + terms["(1-mu) MSE"]
-
-
-SBERT_CITATION = """@inproceedings{reimers2019sentencebert,
-    title = "Sentence-{BERT}: Sentence Embeddings using {S}iamese {BERT}-Networks",
-    author = "Reimers, Nils and Gurevych, Iryna",
-    booktitle = "Proceedings of the 2019 Conference on Empirical Methods in Natural Language Processing and the 9th International Joint Conference on Natural Language Processing (EMNLP-IJCNLP)",
-    year = "2019",
-    pages = "3982--3992",
-    doi = "10.18653/v1/D19-1410",
-}"""
-"""The BibTeX of the paper the loss comes from (:attr:`SentclLoss.citation`)."""
 
 
 class TripletLoss(SentclLoss):
