@@ -65,7 +65,7 @@ def follow_the_guide(project: Path, text: str) -> list[str]:
 
 def copy_of_the_project(target: Path) -> Path:
     """The checkout's sources (lib, notebooks, book, the recorded benchmarks, requirements, pyproject, the book's
-    configuration; data linked), with the packages an installed wheel maps (``sentcl._data``, ``_notebooks``,
+    configuration; the data's folders linked, its paper values copied), with the packages an installed wheel maps (``sentcl._data``, ``_notebooks``,
     ``_benchmarks``, ``_requirements``) linked inside ``lib/sentcl`` as the wheel lays them out."""
     target.mkdir(parents=True)
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "_vendor", "_generated", ".ipynb_checkpoints")
@@ -73,7 +73,12 @@ def copy_of_the_project(target: Path) -> Path:
         shutil.copytree(ROOT / folder, target / folder, ignore=skip)
     shutil.copytree(ROOT / "benchmarks" / "results", target / "benchmarks" / "results", ignore=skip)
     (target / "book" / "_vendor").symlink_to(ROOT / "book" / "_vendor", target_is_directory=True)
-    (target / "data").symlink_to(ROOT / "data", target_is_directory=True)
+    (target / "data").mkdir()
+    for entry in (ROOT / "data").iterdir():  # the toy chapter adds its paper values: papers/ is the copy's own
+        if entry.name == "papers":
+            shutil.copytree(entry, target / "data" / "papers")
+        elif entry.name != "__pycache__":
+            (target / "data" / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
     for name in ("pyproject.toml", "_config.yml", "_toc.yml", "README.md"):
         shutil.copy2(ROOT / name, target / name)
     package = target / "lib" / "sentcl"
@@ -88,7 +93,7 @@ def test_the_guide_builds_a_chapter_that_runs_in_the_smoke_profile_and_gets_its_
     text = GUIDE.read_text(encoding="utf-8")
     project = copy_of_the_project(tmp_path / "project")
     written = follow_the_guide(project, text)
-    assert written == ["lib/sentcl/chapters/toy/__init__.py", "lib/sentcl/chapters/toy/paper.csv",
+    assert written == ["lib/sentcl/chapters/toy/__init__.py", "data/papers/toy.csv",
                        "notebooks/toy.profiles.yaml", "book/toy.md", "notebooks/toy.ipynb"]
     pyproject = project / "pyproject.toml"  # step 6: the wheel ships the new package
     assert '    "sentcl.chapters.rcl",\n' in pyproject.read_text(encoding="utf-8")

@@ -46,12 +46,10 @@ def test_wheel_ships_the_library_its_data_notebooks_and_benchmark_records(sentcl
     lib = ROOT / "lib"
     modules = {str(p.relative_to(lib)) for p in (lib / "sentcl").rglob("*.py") if "__pycache__" not in p.parts}
     assert modules - names == set()
-    shipped = {"registry": "*.yaml", "tiny": "vocab.txt", "samples": "SAMPLE_DATA.md"}
+    shipped = {"registry": "*.yaml", "papers": "*.csv", "tiny": "vocab.txt", "samples": "SAMPLE_DATA.md"}
     for folder, pattern in shipped.items():
         expected = {f"sentcl/_data/{p.relative_to(ROOT / 'data')}" for p in (ROOT / "data" / folder).glob(pattern)}
         assert expected and expected <= names, folder
-    papers = {str(p.relative_to(lib)) for p in (lib / "sentcl" / "chapters").glob("*/*.csv")}
-    assert papers and papers <= names  # each chapter's paper values, in its package
     samples = [p for p in (ROOT / "data" / "samples").rglob("*") if p.is_file()]
     assert {f"sentcl/_data/{p.relative_to(ROOT / 'data')}" for p in samples} <= names
     notebooks = {f"sentcl/_notebooks/{p.name}" for p in (ROOT / "notebooks").glob("*") if p.suffix in (".ipynb", ".yaml")}

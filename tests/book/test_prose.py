@@ -5,7 +5,7 @@ page goes stale at the next run of its benchmark. Measured numbers reach the pag
 fragments (``book/_generated``), read from results files. This test reads every hand-written page
 (``book/*.md``) and fails on a number that one of the project's recorded results holds
 (``benchmarks/results/*.json``, ``book/run_records``) or on a decimal duration (a measurement by its nature),
-unless it is one of the papers' own values (``lib/sentcl/chapters/*/paper.csv``, or a gap between two of them in one table
+unless it is one of the papers' own values (``data/papers/*.csv``, or a gap between two of them in one table
 column), a parameter of a chapter notebook (its parameters cell or profiles file), or a section, equation or
 table number.
 """
@@ -54,7 +54,7 @@ def measured_values() -> list[tuple[str, str, float]]:
 def allowed_values() -> set[float]:
     """The papers' values and their gaps within a table column, and every number of the notebooks' parameters."""
     allowed: set[float] = set()
-    for path in (ROOT / "lib" / "sentcl" / "chapters").glob("*/*.csv"):
+    for path in (ROOT / "data" / "papers").glob("*.csv"):
         by_cell: dict[tuple[str, str], list[float]] = {}
         for row in csv.DictReader(path.open(encoding="utf-8")):
             try:

@@ -57,7 +57,7 @@ def own_rows(chapter: str, p: Mapping[str, Any]) -> dict[str, set[str]]:
 
 
 def paper_rows(chapter: str) -> dict[str, set[str]]:
-    """Table -> the rows of the chapter's paper table (``sentcl/chapters/<chapter>/paper.csv``)."""
+    """Table -> the rows of the chapter's paper table (``data/papers/<chapter>.csv``)."""
     values = paper_values(chapter)
     return {table: set(part["row"]) for table, part in values.groupby("table", sort=False)}
 

@@ -30,7 +30,7 @@ Parameters = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Chapter:
-    """One chapter: its notebook ``notebooks/<name>.ipynb``, its paper values ``sentcl/chapters/<name>/paper.csv`` (none
+    """One chapter: its notebook ``notebooks/<name>.ipynb``, its paper values ``data/papers/<name>.csv`` (none
     for a chapter of our own), and every part of it a generic book module reads."""
 
     name: str

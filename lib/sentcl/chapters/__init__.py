@@ -7,8 +7,8 @@ of runs and its recipes (BSC's variants, the geometry chapter's comparison of me
 :data:`CHAPTERS` finds them (every package here with a ``CHAPTER``; no list names them), in book order
 (:attr:`~sentcl.book.chapter_spec.Chapter.order`); :func:`chapter` finds one.
 
-Adding a chapter: ``docs/extending.md`` (its package with ``CHAPTER`` and ``paper.csv``, its notebook and profiles,
-its page; ``tests/test_extending.py`` follows the recipe).
+Adding a chapter: ``docs/extending.md`` (its package with ``CHAPTER``, its paper values ``data/papers/<name>.csv``, its notebook
+and profiles, its page; ``tests/test_extending.py`` follows the recipe).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Three kinds of files, each with one schema, validated on read with errors naming the
 file, the line and what was expected:
 
-**Paper values** -- ``sentcl/chapters/<chapter>/paper.csv``, typed in from the paper, one row per
+**Paper values** -- ``data/papers/<chapter>.csv``, typed in from the paper, one row per
 table cell, in the paper's row and column order::
 
     table,row,column,value,scale,source
@@ -45,6 +45,7 @@ import pandas as pd
 
 from ...errors import ConfigError, DataFormatError, DataMissingError
 from ...io import atomic_write_text, file_lock
+from ...paths import resource
 from ..profiles import NAMES, policy
 from .layout import Layout
 
@@ -71,14 +72,8 @@ RUN_ID_ENV = "SENTCL_RUN_ID"
 # --------------------------------------------------------------------------- paper values
 
 
-CHAPTER_FOLDERS = Path(__file__).resolve().parents[2] / "chapters"
-"""Where each chapter's package lies (``sentcl/chapters/<chapter>/``, in a checkout and in an installed wheel): its
-paper values are its ``paper.csv``. A path, not an import: the output floor stands below the chapters."""
-
-
 def paper_values_path(chapter: str) -> Path:
-    """A chapter's paper values: ``paper.csv`` in its package (``sentcl/chapters/<chapter>/paper.csv``)."""
-    return CHAPTER_FOLDERS / chapter / "paper.csv"
+    return resource("papers", f"{chapter}.csv")
 
 
 def read_paper_values(path: str | os.PathLike) -> pd.DataFrame:
@@ -107,7 +102,7 @@ def read_paper_values(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def paper_values(chapter: str) -> pd.DataFrame:
-    """The reported values of a chapter's paper (``sentcl/chapters/<chapter>/paper.csv``).
+    """The reported values of a chapter's paper (``data/papers/<chapter>.csv``).
 
     A chapter whose paper values are not typed in yet gets an empty frame.
     """

@@ -189,7 +189,7 @@ def chapter_results(state: ChapterState, known: dict[str, str] | None = None) ->
         parts.append(
             "A chapter of our own (no paper's values to compare with), and no results were written.\n"
             if state.spec.own else
-            f"The paper's reported values are not typed in yet (`lib/sentcl/chapters/{state.chapter}/paper.csv`) "
+            f"The paper's reported values are not typed in yet (`data/papers/{state.chapter}.csv`) "
             "and no results were written.\n"
         )
     compared = _public_compared(state.compared, known)
@@ -373,7 +373,7 @@ def scorecard(states: list[ChapterState], known: dict[str, str] | None = None) -
         parts.append(f"## [{md(s.title)}](../{s.chapter}.md)\n")
         if s.compared.empty:
             parts.append("A chapter of our own, not run in this build: no results.\n" if s.spec.own
-                         else f"No paper values typed in yet (`lib/sentcl/chapters/{s.chapter}/paper.csv`) and no results.\n")
+                         else f"No paper values typed in yet (`data/papers/{s.chapter}.csv`) and no results.\n")
         elif not s.ran:
             parts.append("Not run in this build: the tables show the paper's values only.\n")
         else:
