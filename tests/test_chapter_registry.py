@@ -1,4 +1,4 @@
-"""One module per chapter, one registry (sentcl.chapters): the book's generic modules never name a chapter.
+"""One package per chapter, one registry (sentcl.chapters): the book's generic modules never name a chapter.
 
 The rule, read from the source of every generic book module (``lib/sentcl/book/**/*.py``, every floor) with ``ast``:
 
@@ -14,7 +14,7 @@ The rule, read from the source of every generic book module (``lib/sentcl/book/*
   as an example. A string that is code counts, f-strings' literal parts included.
 - :data:`ALLOWED` names the few lines that name a chapter's *file* on purpose, each with why.
 
-A chapter's module (``lib/sentcl/chapters/<name>/``) and the registry are where those names live.
+A chapter's package (``lib/sentcl/chapters/<name>/``) and the registry are where those names live.
 """
 
 from __future__ import annotations

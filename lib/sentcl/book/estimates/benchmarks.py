@@ -3,7 +3,7 @@
 A chapter may rest a demo choice on a measurement made outside the book's run: its
 :attr:`~sentcl.book.chapter_spec.Chapter.measurement` (a :class:`Measurement`) names the recorded result
 (shipped with sentcl, ``benchmarks/results``: :func:`sentcl.paths.benchmark_result`), the section's title,
-and the functions that make its table and caption (in the chapter's module, ``sentcl/chapters``).
+and the functions that make its table and caption (in the chapter's package, ``sentcl/chapters/<name>/``).
 
 :func:`measurement_frame` gives a chapter's table and caption, :func:`measurement` both as the notebook shows them
 (``show(measurement(chapter))``), :func:`chapter_section` the same as a page fragment

@@ -1,6 +1,6 @@
 """A chapter's plan of runs: every stage its notebook builds, as data, before anything is built.
 
-A chapter's module computes its :class:`Plan` from a profile's resolved parameters
+A chapter's package computes its :class:`Plan` from a profile's resolved parameters
 (:attr:`~sentcl.book.chapter_spec.Chapter.plan`). Each :class:`PlannedStage` with a ``name`` is one artifact
 the notebook builds in the artifact cache (a training run, an embedding store) under exactly that stage name
 (``<chapter>.<what>``, :func:`stage_name`), with the names of the stages it reads (``upstream``) and what it
@@ -12,7 +12,7 @@ The notebook trains through the plan: :meth:`sentcl.book.notebook.chapter_run.Ch
 name and refuses a name the plan does not hold, so the artifacts a run builds are the plan's (a test runs each
 smoke notebook and compares the cache's stage names with its plan). The cost tables are the plan's stages
 summed by ``what`` (:meth:`Plan.counted`), and the data a row needs is read from the same parameters: a
-renamed parameter is renamed in the chapter's module once.
+renamed parameter is renamed in the chapter's package once.
 """
 
 from __future__ import annotations
